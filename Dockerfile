@@ -1,0 +1,142 @@
+# TensorFlow 2.9 GPU environment: JupyterLab and SSH as an unprivileged user, with a GPU / FP16
+# self-check at every start. Built by build.py through the docker SDK, i.e. the classic builder:
+# nothing here may need BuildKit.
+
+# TF 2.9's tested configuration is CUDA 11.2 / cuDNN 8.1, and this tag carries libcudnn8 8.1.1.
+# `python build.py build --base standin` builds the same file on a Debian 11 stand-in that carries
+# the same libraries (for hosts that cannot reach a registry); `--variant cpu` on plain Debian 11.
+ARG BASE_IMAGE=nvidia/cuda:11.2.2-cudnn8-runtime-ubuntu20.04
+FROM ${BASE_IMAGE}
+
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+
+# docker-stacks' convention, so that its documentation and habits carry over; gid 100 is "users".
+ARG NB_USER=jovyan
+ARG NB_UID=1000
+ARG NB_GID=100
+
+# Extra CA certificates for TLS-intercepting proxies (build.py --ca-cert puts them into the build
+# context's ca-certs/). They go in first because apt and pip below need them, and they change rarely.
+COPY ca-certs/ /usr/local/share/ca-certificates/tf29-env/
+
+# An optional apt mirror for locked-down networks (build.py --apt-mirror); empty keeps the base's.
+ARG APT_MIRROR=
+
+# System packages, each for a reason:
+#   ca-certificates        TLS trust store, and the hook that adds the extra CAs above
+#   python3 python3-venv   the distro's CPython (3.8 on Ubuntu 20.04, 3.9 on Debian 11) for the venv
+#   openssh-server         key-only SSH for the dev user; host keys are made at first start instead
+#   tini                   PID 1: forwards signals and reaps zombies of kernels and terminals
+#   git less procps        what users reach for first in a terminal: clone, page, ps/top/free
+# The package scripts' host keys are removed in the same layer: every container makes its own.
+RUN find /usr/local/share/ca-certificates/tf29-env -type f ! -name '*.crt' -delete \
+ && if [ -n "${APT_MIRROR}" ]; then \
+      sed -i -E "s#https?://(archive\.ubuntu\.com/ubuntu|deb\.debian\.org/debian)/?#${APT_MIRROR%/}#" \
+        /etc/apt/sources.list; \
+    fi \
+ && apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      ca-certificates \
+      git \
+      less \
+      openssh-server \
+      procps \
+      python3 \
+      python3-venv \
+      tini \
+ && update-ca-certificates \
+ && rm -rf /var/lib/apt/lists/* /var/cache/debconf/*-old /var/log/apt /var/log/dpkg.log \
+ && rm -f /etc/ssh/ssh_host_*
+
+# The dev user. Its home and the venv are group-writable by "users" (gid 100), so that a container
+# started with an arbitrary `--user UID:100` still works, as in docker-stacks. The password field
+# is "*" (no password, not locked): sshd without PAM refuses locked accounts even for keys.
+RUN useradd --create-home --shell /bin/bash --uid "${NB_UID}" --gid "${NB_GID}" "${NB_USER}" \
+ && usermod --password '*' "${NB_USER}" \
+ && install -d -m 2775 -o "${NB_UID}" -g "${NB_GID}" "/home/${NB_USER}/work" \
+ && chmod 2775 "/home/${NB_USER}"
+
+# Python packages. PIP_CERT / REQUESTS_CA_BUNDLE point pip and requests at the system store
+# (which holds the extra CAs) instead of certifi's copy, at build time and for users later.
+ENV VIRTUAL_ENV=/opt/venv \
+    PATH=/opt/venv/bin:${PATH} \
+    PIP_CERT=/etc/ssl/certs/ca-certificates.crt \
+    REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    LANG=C.UTF-8 \
+    LC_ALL=C.UTF-8
+
+# gpu: tensorflow (CUDA build); cpu: tensorflow-cpu, every other pin the same.
+ARG VARIANT=gpu
+# Optional package indexes for locked-down networks (build.py --pip-index-url / --pip-extra-index-url).
+# pip reads them from the environment; as ARGs they stay out of the image's environment.
+ARG PIP_INDEX_URL=
+ARG PIP_EXTRA_INDEX_URL=
+COPY requirements.txt /opt/tf29-env/requirements.txt
+RUN case "${VARIANT}" in \
+      gpu) cp /opt/tf29-env/requirements.txt /opt/tf29-env/requirements.lock ;; \
+      cpu) sed -E 's/^tensorflow==/tensorflow-cpu==/' /opt/tf29-env/requirements.txt \
+             > /opt/tf29-env/requirements.lock ;; \
+      *) echo "VARIANT must be gpu or cpu, not '${VARIANT}'" >&2; exit 1 ;; \
+    esac \
+ && if [ -z "${PIP_INDEX_URL}" ]; then unset PIP_INDEX_URL; fi \
+ && if [ -z "${PIP_EXTRA_INDEX_URL}" ]; then unset PIP_EXTRA_INDEX_URL; fi \
+ && python3 -m venv "${VIRTUAL_ENV}" \
+ && pip install --no-cache-dir --only-binary=:all: \
+      "$(grep -E '^pip==' /opt/tf29-env/requirements.lock)" \
+ && pip install --no-cache-dir --only-binary=:all: -r /opt/tf29-env/requirements.lock \
+ && pip check \
+ && python -c "import tensorflow, keras, jupyterlab, numpy, pandas, matplotlib, ipywidgets" \
+ && chgrp -R "${NB_GID}" "${VIRTUAL_ENV}" \
+ && chmod -R g+w "${VIRTUAL_ENV}" \
+ && find "${VIRTUAL_ENV}" -type d -exec chmod g+s {} + \
+ && rm -rf /root/.cache /tmp/*
+
+# Runtime settings. TF_FORCE_GPU_ALLOW_GROWTH lets several notebooks share a GPU instead of the
+# first one taking all its memory. TF 2.9 ships SASS only up to sm_75 plus compute_80 PTX, so
+# Ampere and Hopper GPUs JIT-compile kernels on first use: the CUDA cache's default 256 MiB is too
+# small to keep them, 4 GiB (its maximum) is not.
+ENV NB_USER=${NB_USER} \
+    NB_UID=${NB_UID} \
+    NB_GID=${NB_GID} \
+    SHELL=/bin/bash \
+    NVIDIA_VISIBLE_DEVICES=all \
+    NVIDIA_DRIVER_CAPABILITIES=compute,utility \
+    TF_FORCE_GPU_ALLOW_GROWTH=true \
+    CUDA_CACHE_MAXSIZE=4294967296 \
+    JUPYTER_PORT=8888 \
+    JUPYTER_RUNTIME_DIR=/run/tf29-env/jupyter \
+    TFENV_RUN_DIR=/run/tf29-env
+
+EXPOSE 8888 22
+
+# The project's own files last, so that editing them rebuilds in seconds.
+# /run/tf29-env holds runtime state (Jupyter's runtime files, the self-check report, which services
+# were started); it is world-writable and sticky like /tmp, for arbitrary --user UIDs.
+COPY image/ /opt/tf29-env/
+RUN ln -s /opt/tf29-env/entrypoint.sh /usr/local/bin/entrypoint.sh \
+ && ln -s /opt/tf29-env/bin/selfcheck /usr/local/bin/selfcheck \
+ && ln -s /opt/tf29-env/bin/healthcheck /usr/local/bin/healthcheck \
+ && ln -s /opt/tf29-env/ssh/profile.sh /etc/profile.d/tf29-env.sh \
+ && install -d -m 1777 /run/tf29-env \
+ && install -d -m 755 /etc/tf29-env/start.d /etc/ssh/host-keys
+
+HEALTHCHECK --interval=5s --timeout=3s --start-period=60s --retries=3 \
+  CMD ["/usr/bin/python3", "-I", "/opt/tf29-env/healthchecks/healthcheck.py"]
+
+ENTRYPOINT ["/usr/bin/tini", "--", "/opt/tf29-env/entrypoint.sh"]
+
+# Labels last: their values change with every commit and must not invalidate any layer above.
+ARG BASE_IMAGE
+ARG VERSION=dev
+ARG REVISION=unknown
+ARG CREATED=unknown
+ARG SOURCE=
+LABEL org.opencontainers.image.title="tf29-env" \
+      org.opencontainers.image.description="TensorFlow 2.9 with JupyterLab, SSH and a GPU / FP16 self-check" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.base.name="${BASE_IMAGE}" \
+      io.tf29-env.variant="${VARIANT}"

@@ -1,0 +1,41 @@
+# shellcheck shell=bash
+# 00-common: logging and small helpers shared by the other pieces.
+
+readonly RUN_DIR=${TFENV_RUN_DIR:-/run/tf29-env}
+
+log() { printf 'tf29-env: %s\n' "$*" >&2; }
+warn() { printf 'tf29-env: WARNING: %s\n' "$*" >&2; }
+
+# One line naming the problem, exit 2, before anything was started.
+die() {
+  printf 'tf29-env: ERROR: %s\n' "$*" >&2
+  exit 2
+}
+
+# parse_switch OUT NAME DEFAULT: OUT=1 or 0 from the variable NAME (unset or empty: DEFAULT).
+parse_switch() {
+  local value=${!2:-$3}
+  case "${value,,}" in
+    1 | true | yes | on) printf -v "$1" 1 ;;
+    0 | false | no | off) printf -v "$1" 0 ;;
+    *) die "$2='${value}' is not a switch: use 1/0, true/false, yes/no or on/off" ;;
+  esac
+}
+
+# check_port NAME: the variable NAME holds a TCP port number.
+check_port() {
+  local value=${!1}
+  if [[ ! ${value} =~ ^[0-9]{1,5}$ ]] || ((10#${value} < 1 || 10#${value} > 65535)); then
+    die "$1='${value}' is not a TCP port (1-65535)"
+  fi
+}
+
+# read_secret_file OUT NAME: OUT=the contents of the file named by variable NAME (trailing
+# newlines dropped); the file must be readable and not empty.
+read_secret_file() {
+  local path=${!2} content
+  [[ -f ${path} && -r ${path} ]] || die "$2=${path}: no such readable file"
+  content=$(<"${path}")
+  [[ -n ${content//[[:space:]]/} ]] || die "$2=${path}: the file is empty"
+  printf -v "$1" '%s' "${content}"
+}

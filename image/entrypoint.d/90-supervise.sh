@@ -1,0 +1,77 @@
+# shellcheck shell=bash
+# 90-supervise: wait for the services. `docker stop` (SIGTERM) stops them all and exits 0 well
+# inside Docker's 10 s; a service that dies on its own takes the container down with a non-zero
+# exit, so a restart policy restarts it instead of leaving it half-alive.
+
+declare -A children=()
+stopping=0
+readonly STOP_GRACE_SECONDS=8
+
+on_stop_signal() {
+  stopping=1
+  signal_children TERM
+}
+
+signal_children() {
+  local pid
+  for pid in "${!children[@]}"; do
+    kill "-$1" "${pid}" 2>/dev/null || true
+  done
+}
+
+# TERM everything still running, KILL what is left after the grace period, reap all.
+stop_children() {
+  signal_children TERM
+  local deadline=$((SECONDS + STOP_GRACE_SECONDS)) pid alive
+  while ((SECONDS < deadline)); do
+    alive=0
+    for pid in "${!children[@]}"; do
+      if kill -0 "${pid}" 2>/dev/null && [[ $(ps -o stat= -p "${pid}" 2>/dev/null) != Z* ]]; then
+        alive=1
+      fi
+    done
+    ((alive)) || break
+    sleep 0.1
+  done
+  signal_children KILL
+  wait || true
+}
+
+supervise() {
+  trap on_stop_signal TERM INT HUP
+  local pid name code
+  while ((${#children[@]} > 0)); do
+    wait -n || true
+    if ((stopping)); then
+      log "stopping (signal received)"
+      stop_children
+      exit 0
+    fi
+    for pid in "${!children[@]}"; do
+      kill -0 "${pid}" 2>/dev/null && [[ $(ps -o stat= -p "${pid}" 2>/dev/null) != Z* ]] && continue
+      name=${children[${pid}]}
+      unset "children[${pid}]"
+      code=0
+      wait "${pid}" || code=$?
+      on_child_exit "${name}" "${code}"
+    done
+  done
+  log "no service left running; exiting"
+  exit 1
+}
+
+on_child_exit() {
+  local name=$1 code=$2
+  if [[ ${name} == selfcheck ]]; then
+    if ((code != 0)) && [[ ${cfg_self_check} == strict ]]; then
+      log "self-check failed and SELF_CHECK=strict: stopping the container"
+      stop_children
+      exit 3
+    fi
+    return 0
+  fi
+  if [[ ${name} == jupyter ]]; then name=JupyterLab; fi
+  log "${name} exited (code ${code}); stopping the container"
+  stop_children
+  exit $((code == 0 ? 1 : code))
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR/entrypoint.d
+# The container's main process, under tini (PID 1). It checks every setting first, fits the dev
+# user to NB_UID/NB_GID, runs the start hooks, then either runs the command it was given (as the
+# dev user) or starts sshd and JupyterLab, runs the self-check beside them, and supervises them.
+# Each step is one numbered file in entrypoint.d/; they only define functions, main() calls them.
+set -euo pipefail
+
+# Listed, not globbed: a missing piece fails loudly, and shellcheck -x reads them as one program.
+cd /opt/tf29-env/entrypoint.d
+source 00-common.sh
+source 10-config.sh
+source 20-user.sh
+source 30-hooks.sh
+source 40-ssh.sh
+source 50-jupyter.sh
+source 60-selfcheck.sh
+source 90-supervise.sh
+cd /
+
+main() {
+  load_config                       # 10: bad input stops here, before anything starts
+  fit_user                          # 20
+  run_hooks /etc/tf29-env/start.d   # 30
+  if (($# > 0)); then
+    exec_command "$@"
+  fi
+  prepare_ssh                       # 40: host keys, authorized keys, `sshd -t`
+  write_services
+  start_ssh
+  start_jupyter                     # 50
+  start_selfcheck                   # 60: beside Jupyter, never in front of it
+  supervise                         # 90: until a signal or a service dies
+}
+
+main "$@"

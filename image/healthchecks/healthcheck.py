@@ -1,0 +1,97 @@
+"""Container health for Docker's HEALTHCHECK and Kubernetes probes: exit 0 when every service the
+entrypoint started answers, 1 otherwise, with one line saying which.
+
+- JupyterLab: its runtime file (jpserver-PID.json, in JUPYTER_RUNTIME_DIR) gives port, base_url
+  and whether it speaks https, so those settings need no repeating here; GET {base_url}api on
+  127.0.0.1, proxies bypassed, must answer 200 with a version.
+- sshd (when started): a TCP connection to its port must greet with "SSH-2.0-".
+
+Standard library only, run by the distro's python3 -I: it starts in tens of milliseconds.
+"""
+
+import json
+import os
+import socket
+import ssl
+import sys
+import urllib.request
+from pathlib import Path
+
+RUN_DIR = Path(os.environ.get("TFENV_RUN_DIR", "/run/tf29-env"))
+TIMEOUT = 1.0
+
+
+def jupyter_runtime_dir() -> Path:
+    return Path(os.environ.get("JUPYTER_RUNTIME_DIR") or RUN_DIR / "jupyter")
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def jupyter_url() -> str:
+    """The API URL of the running server, from the newest runtime file of a live process."""
+    files = sorted(jupyter_runtime_dir().glob("jpserver-*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for path in files:
+        try:
+            info = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if pid_alive(int(info.get("pid", 0))):
+            scheme = "https" if info.get("secure") else "http"
+            base_url = str(info.get("base_url") or "/")
+            return f"{scheme}://127.0.0.1:{int(info['port'])}{base_url}api"
+    raise RuntimeError(f"no runtime file of a running Jupyter server in {jupyter_runtime_dir()}")
+
+
+def check_jupyter() -> str:
+    url = jupyter_url()
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # our own server on loopback, often self-signed
+    opener = urllib.request.build_opener(
+        urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=context)
+    )
+    with opener.open(url, timeout=TIMEOUT) as response:
+        body = json.loads(response.read())
+    if "version" not in body:
+        raise RuntimeError(f"{url} answered without a version")
+    return f"jupyter ok ({url})"
+
+
+def check_ssh(port: int) -> str:
+    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as conn:
+        conn.settimeout(TIMEOUT)
+        greeting = conn.recv(256)
+    if not greeting.startswith(b"SSH-2.0-"):
+        raise RuntimeError(f"port {port} answered {greeting[:20]!r}, not an SSH greeting")
+    return f"ssh ok (port {port})"
+
+
+def main() -> int:
+    services_file = RUN_DIR / "services"
+    try:
+        services = services_file.read_text().split("\n")
+    except OSError:
+        print(f"unhealthy: starting ({services_file} not written yet)")
+        return 1
+    results = []
+    for line in filter(None, (s.strip() for s in services)):
+        name, _, arg = line.partition(" ")
+        try:
+            results.append(check_jupyter() if name == "jupyter" else check_ssh(int(arg)))
+        except Exception as exc:  # noqa: BLE001 - any failure is "unhealthy", said in one line
+            print(f"unhealthy: {name}: {exc}")
+            return 1
+    print("healthy: " + ("; ".join(results) or "no services to check"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

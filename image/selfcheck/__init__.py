@@ -1,0 +1,1 @@
+"""GPU / FP16 self-check (placeholder until the full layered check lands)."""

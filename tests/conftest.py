@@ -1,0 +1,63 @@
+"""Session fixtures: the Docker engine, the image under test (built once per session on the
+stand-in base, reusing the engine's cache, unless TF29ENV_IMAGE names one) and per-test
+containers that are always removed. No engine means the image tests fail, never skip."""
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from docker import DockerClient
+
+from tests.helpers.containers import TrackedContainer
+from tests.helpers.ssh import KeyPair, make_keypair
+from tf29env import engine
+from tf29env.build_image import BuildRequest, build
+from tf29env.variants import VARIANTS
+
+# Debian keeps locally added CAs here; behind a TLS-intercepting proxy the build needs them.
+HOST_EXTRA_CAS = Path("/usr/local/share/ca-certificates")
+BUILD_LOG = Path(__file__).resolve().parent.parent / "build-output" / "test-image-build.log"
+
+
+def host_ca_certs() -> list[Path]:
+    return [HOST_EXTRA_CAS] if any(HOST_EXTRA_CAS.glob("*.crt")) else []
+
+
+@pytest.fixture(scope="session")
+def docker_client() -> DockerClient:
+    return engine.connect()
+
+
+@pytest.fixture(scope="session")
+def image(docker_client: DockerClient) -> str:
+    """The image under test: TF29ENV_IMAGE, or tf29-env:test-gpu built now on the stand-in base."""
+    named = os.environ.get("TF29ENV_IMAGE")
+    if named:
+        assert engine.image_exists(docker_client, named), f"TF29ENV_IMAGE={named} is not on the engine"
+        return named
+    BUILD_LOG.parent.mkdir(exist_ok=True)
+    with BUILD_LOG.open("w") as log_file:
+        def log(line: str) -> None:
+            print(line, file=log_file, flush=True)
+
+        request = BuildRequest(variant=VARIANTS["gpu"], base="standin", tag="tf29-env:test-gpu",
+                               ca_certs=host_ca_certs())
+        return build(docker_client, request, log).image
+
+
+@pytest.fixture
+def tracked(docker_client: DockerClient, image: str) -> Iterator[TrackedContainer]:
+    containers = TrackedContainer(docker_client, image)
+    yield containers
+    containers.remove_all()
+
+
+@pytest.fixture(scope="session")
+def keypair(tmp_path_factory: pytest.TempPathFactory) -> KeyPair:
+    return make_keypair(tmp_path_factory.mktemp("ssh"))
+
+
+@pytest.fixture(scope="session")
+def other_keypair(tmp_path_factory: pytest.TempPathFactory) -> KeyPair:
+    return make_keypair(tmp_path_factory.mktemp("ssh-other"), "id_other")

@@ -1,0 +1,87 @@
+"""TrackedContainer: runs containers of the image under test and removes them afterwards."""
+
+import contextlib
+import time
+from typing import Any
+
+import docker.errors
+from docker import DockerClient
+from docker.models.containers import Container
+
+from tests.helpers.net import free_host_port
+from tests.helpers.wait import wait_until
+
+LOOPBACK = "127.0.0.1"
+
+
+class TrackedContainer:
+    """Starts containers of one image and owns their cleanup (force-removed, volumes too).
+
+    Every published port is bound to 127.0.0.1 on a free host port; `port(c, 8888)` says which.
+    """
+
+    def __init__(self, client: DockerClient, image: str) -> None:
+        self.client = client
+        self.image = image
+        self.containers: list[Container] = []
+        self.ports: dict[str, dict[int, int]] = {}
+
+    def run(self, *, publish: tuple[int, ...] = (8888, 22), **kwargs: Any) -> Container:
+        """Start a detached container; kwargs go to containers.run (environment, user, command, ...)."""
+        ports = {container_port: free_host_port() for container_port in publish}
+        kwargs.setdefault("detach", True)
+        container = self.client.containers.run(
+            self.image,
+            ports={f"{cport}/tcp": (LOOPBACK, hport) for cport, hport in ports.items()},
+            **kwargs,
+        )
+        self.containers.append(container)
+        self.ports[container.id] = ports
+        return container
+
+    def port(self, container: Container, container_port: int) -> int:
+        return self.ports[container.id][container_port]
+
+    def health(self, container: Container) -> str:
+        container.reload()
+        return str(container.attrs["State"].get("Health", {}).get("Status", "none"))
+
+    def wait_healthy(self, container: Container, timeout: float = 60) -> None:
+        def probe() -> bool:
+            status = self.health(container)
+            if container.status == "exited":
+                raise AssertionError(f"container exited: {self.logs(container)[-2000:]}")
+            return status == "healthy"
+
+        wait_until(probe, timeout=timeout, what=f"container {container.short_id} healthy")
+
+    def wait_exit(self, container: Container, timeout: float = 60) -> int:
+        result = container.wait(timeout=timeout)
+        return int(result["StatusCode"])
+
+    def logs(self, container: Container) -> str:
+        return str(container.logs().decode(errors="replace"))
+
+    def wait_log(self, container: Container, text: str, timeout: float = 60) -> str:
+        return wait_until(
+            lambda: self.logs(container) if text in self.logs(container) else None,
+            timeout=timeout,
+            what=f"{text!r} in the logs",
+        )
+
+    def exec(self, container: Container, cmd: list[str] | str, user: str = "", **kwargs: Any) -> tuple[int, str]:
+        code, output = container.exec_run(cmd, user=user, **kwargs)
+        return int(code), output.decode(errors="replace")
+
+    def remove_all(self) -> None:
+        for container in self.containers:
+            with contextlib.suppress(docker.errors.NotFound):
+                container.remove(force=True, v=True)
+        self.containers.clear()
+
+
+def stop_seconds(container: Container, timeout: int = 10) -> float:
+    """How long `docker stop` took."""
+    start = time.monotonic()
+    container.stop(timeout=timeout)
+    return time.monotonic() - start

@@ -1,0 +1,155 @@
+"""The stand-in base images, made without any registry: Debian 11 bootstrapped from Debian's
+archive (``OS_IMAGE``, the cpu variant's base) and the same plus NVIDIA's CUDA 11 libraries from
+PyPI (``CUDA_IMAGE``, the gpu variant's base). Debian 11 has Ubuntu 20.04's glibc (2.31)."""
+
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+from docker import DockerClient
+
+from tf29env import context, engine, imagebuild
+from tf29env.errors import UserError
+from tf29env.paths import REPO, cache_dir
+
+OS_IMAGE = "tf29-env-standin:bullseye"
+CUDA_IMAGE = "tf29-env-standin:bullseye-cuda11"
+SUITE = "bullseye"
+DEFAULT_MIRROR = "http://deb.debian.org/debian"
+
+# The libraries TF 2.9 dlopens, by wheel. TF takes a cuDNN of its major (8) and a higher minor than
+# it was built with (8.1); CUDA 11 minor-version compatibility covers the 11.8 runtime.
+CUDA_WHEELS: dict[str, tuple[str, ...]] = {
+    "nvidia-cuda-runtime-cu11==11.8.89": ("libcudart.so.11.0",),
+    "nvidia-cublas-cu11==11.11.3.6": ("libcublas.so.11", "libcublasLt.so.11"),
+    "nvidia-cufft-cu11==10.9.0.58": ("libcufft.so.10",),
+    "nvidia-curand-cu11==10.3.0.86": ("libcurand.so.10",),
+    "nvidia-cusolver-cu11==11.4.1.48": ("libcusolver.so.11",),
+    "nvidia-cusparse-cu11==11.7.5.86": ("libcusparse.so.11",),
+    "nvidia-cudnn-cu11==8.9.6.50": (
+        "libcudnn.so.8",
+        "libcudnn_ops_infer.so.8",
+        "libcudnn_ops_train.so.8",
+        "libcudnn_cnn_infer.so.8",
+        "libcudnn_cnn_train.so.8",
+        "libcudnn_adv_infer.so.8",
+        "libcudnn_adv_train.so.8",
+    ),
+}
+
+SOURCES_LIST = """deb {mirror} bullseye main
+deb {mirror} bullseye-updates main
+deb {security} bullseye-security main
+"""
+
+Log = Callable[[str], None]
+
+
+def ensure(client: DockerClient, log: Log, *, cuda: bool, mirror: str = DEFAULT_MIRROR) -> str:
+    """The stand-in image (with or without CUDA), made only if the engine lacks it."""
+    if not engine.image_exists(client, OS_IMAGE):
+        bootstrap_os(client, log, mirror)
+    if not cuda:
+        return OS_IMAGE
+    if not engine.image_exists(client, CUDA_IMAGE):
+        add_cuda(client, log)
+    return CUDA_IMAGE
+
+
+def bootstrap_os(client: DockerClient, log: Log, mirror: str = DEFAULT_MIRROR) -> None:
+    """debootstrap Debian 11 into a scratch folder and import it as OS_IMAGE."""
+    if shutil.which("debootstrap") is None:
+        raise UserError("debootstrap is not installed (Debian: apt-get install debootstrap)")
+    work = cache_dir() / "rootfs"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    rootfs = work / SUITE
+    log(f"bootstrapping Debian 11 ({SUITE}) from {mirror}")
+    run(["debootstrap", "--variant=minbase", "--include=ca-certificates", SUITE, str(rootfs), mirror])
+    security = mirror.rstrip("/").removesuffix("/debian") + "/debian-security"
+    (rootfs / "etc/apt/sources.list").write_text(SOURCES_LIST.format(mirror=mirror, security=security))
+    # What a container must not inherit from the bootstrap: the engine provides these per container.
+    for leftover in ("etc/hostname", "etc/resolv.conf", "etc/machine-id"):
+        (rootfs / leftover).unlink(missing_ok=True)
+    for cache in ("var/cache/apt/archives", "var/lib/apt/lists", "var/log"):
+        for entry in (rootfs / cache).glob("*"):
+            if entry.is_file():
+                entry.unlink()
+    tarball = work / "rootfs.tar"
+    log(f"importing the root filesystem as {OS_IMAGE}")
+    run(["tar", "--numeric-owner", "-C", str(rootfs), "-cf", str(tarball), "."])
+    repository, tag = OS_IMAGE.split(":")
+    client.api.import_image_from_file(
+        str(tarball),
+        repository=repository,
+        tag=tag,
+        changes=[
+            "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            'CMD ["bash"]',
+            'LABEL org.opencontainers.image.title="tf29-env stand-in Debian 11"',
+        ],
+    )
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def add_cuda(client: DockerClient, log: Log) -> None:
+    """Build CUDA_IMAGE: OS_IMAGE plus the CUDA libraries, unpacked on the host from the wheels."""
+    wheels = download_wheels(log)
+    with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
+        tar_path = Path(tmp) / "context.tar"
+        with tarfile.open(tar_path, "w") as tar:
+            context.add_file(tar, "Dockerfile", (REPO / "standin" / "Dockerfile").read_bytes())
+            for wheel in wheels:
+                add_libraries(tar, wheel)
+        log(f"building {CUDA_IMAGE} (CUDA 11 libraries on {OS_IMAGE})")
+        with tar_path.open("rb") as fileobj:
+            imagebuild.build_context(client, fileobj, tag=CUDA_IMAGE, buildargs={"OS_IMAGE": OS_IMAGE}, log=log)
+
+
+def download_wheels(log: Log) -> list[Path]:
+    """The CUDA wheels, cached across runs (pip checks each against the index's sha256)."""
+    target = cache_dir() / "wheels"
+    target.mkdir(parents=True, exist_ok=True)
+    log(f"fetching {len(CUDA_WHEELS)} CUDA wheels into {target} (about 1.7 GB, cached)")
+    run([
+        sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+        "--platform", "manylinux2014_x86_64", "--python-version", "3.9", "--implementation", "cp",
+        "--dest", str(target), *CUDA_WHEELS,
+    ])
+    wheels = []
+    for spec in CUDA_WHEELS:
+        name, version = spec.split("==")
+        found = sorted(target.glob(f"{name.replace('-', '_')}-{version}-*.whl"))
+        if not found:
+            raise UserError(f"pip did not fetch {spec} into {target}")
+        wheels.append(found[0])
+    return wheels
+
+
+def add_libraries(tar: tarfile.TarFile, wheel: Path) -> None:
+    """Copy the wanted shared libraries of one wheel into cuda/ of the build context."""
+    wanted = next(libs for spec, libs in CUDA_WHEELS.items()
+                  if wheel.name.startswith(spec.split("==")[0].replace("-", "_") + "-"))
+    with zipfile.ZipFile(wheel) as archive:
+        members = {Path(info.filename).name: info for info in archive.infolist() if "/lib/" in info.filename}
+        for lib in wanted:
+            if lib not in members:
+                raise UserError(f"{wheel.name} has no {lib}")
+            info = tarfile.TarInfo(f"cuda/{lib}")
+            info.size = members[lib].file_size
+            info.mode = 0o755
+            with archive.open(members[lib]) as src:
+                tar.addfile(info, src)
+
+
+def run(argv: list[str]) -> None:
+    """Run a step; a failure becomes one line naming the step and its last output line."""
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise UserError(f"{Path(argv[0]).name} failed (exit {proc.returncode}): {tail[0]}", 4)
