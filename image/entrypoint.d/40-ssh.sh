@@ -3,6 +3,8 @@
 # (mount a volume there and clients never see "host key changed"), never baked into the image.
 
 ssh_on=0
+# Root-only: sshd's StrictModes refuses key files under a world-writable directory like RUN_DIR.
+readonly SSHD_DIR=/run/tf29-env-sshd
 
 prepare_ssh() {
   ((cfg_ssh)) || return 0
@@ -14,11 +16,13 @@ prepare_ssh() {
     warn "SSH is off: sshd needs root and this container runs as uid $(id -u) (drop --user, or set ENABLE_SSH=0)"
     return 0
   fi
-  install -d -m 755 /run/sshd "${RUN_DIR}/ssh"
-  printf '%s\n' "${cfg_ssh_keys}" >"${RUN_DIR}/ssh/authorized_keys"
-  chmod 644 "${RUN_DIR}/ssh/authorized_keys"
-  write_ssh_environment >"${RUN_DIR}/ssh/environment.conf"
-  chmod 600 "${RUN_DIR}/ssh/environment.conf"
+  install -d -m 755 /run/sshd "${SSHD_DIR}"
+  # sshd records logins there and complains on every login when a base image lacks it.
+  [[ -e /var/log/lastlog ]] || : >/var/log/lastlog
+  printf '%s\n' "${cfg_ssh_keys}" >"${SSHD_DIR}/authorized_keys"
+  chmod 644 "${SSHD_DIR}/authorized_keys"
+  write_ssh_environment >"${SSHD_DIR}/environment.conf"
+  chmod 600 "${SSHD_DIR}/environment.conf"
 
   install -d -m 755 "${cfg_host_key_dir}"
   local type
@@ -37,27 +41,41 @@ prepare_ssh() {
 }
 
 # SSH sessions get the container's environment (PATH with the venv, CUDA/NVIDIA/TF variables,
-# LD_LIBRARY_PATH, ...) as SetEnv lines, minus per-login variables and the secrets of this image.
-# Values that SetEnv cannot carry (quotes, backslashes, newlines) are left out.
+# LD_LIBRARY_PATH, ...), minus per-login variables and the secrets of this image, on ONE SetEnv
+# line (sshd uses only the first SetEnv it reads). Values SetEnv cannot carry (quotes,
+# backslashes, newlines) are left out.
 write_ssh_environment() {
-  local name value
+  local name value line="SetEnv"
   while IFS='=' read -r -d '' name value; do
     case "${name}" in
       HOSTNAME | HOME | PWD | OLDPWD | SHLVL | _ | TERM | USER | LOGNAME | SHELL | MAIL) continue ;;
       JUPYTER_TOKEN | JUPYTER_PASSWORD_HASH | SSH_AUTHORIZED_KEYS) continue ;;
     esac
     [[ ${value} != *[\"\\$'\n']* ]] || continue
-    printf 'SetEnv "%s=%s"\n' "${name}" "${value}"
+    line+=" \"${name}=${value}\""
   done < <(env -0)
   # /etc/profile resets PATH for login shells; /etc/profile.d/tf29-env.sh puts this one back.
-  printf 'SetEnv "TFENV_CONTAINER_PATH=%s"\n' "${PATH}"
+  printf '%s "TFENV_CONTAINER_PATH=%s"\n' "${line}" "${PATH}"
 }
 
 start_ssh() {
   ((ssh_on)) || return 0
-  /usr/sbin/sshd "${sshd_args[@]}" &
+  /usr/sbin/sshd "${sshd_args[@]}" 2> >(drop_healthcheck_noise >&2) &
   children[$!]=sshd
   log "SSH: listening on port ${SSH_PORT} for ${NB_USER} (public keys only)"
+}
+
+# The healthcheck opens a connection every few seconds and closes it after the greeting; sshd
+# logs two lines for each. Keep everything else, failed logins from loopback included.
+drop_healthcheck_noise() {
+  local line
+  while IFS= read -r line; do
+    line=${line%$'\r'}
+    case "${line}" in
+      "kex_exchange_identification: Connection closed by remote host" | "Connection closed by 127.0.0.1 port "[0-9]*) ;;
+      *) printf '%s\n' "${line}" ;;
+    esac
+  done
 }
 
 # What the healthcheck must find answering, rewritten at every start.
