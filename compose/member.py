@@ -1,0 +1,330 @@
+#!/usr/bin/env python3
+"""Team members of docker-compose.yml: add one, remove one, or (re)write one's secrets.
+
+  python3 compose/member.py add NAME --ssh-key FILE [--uid N --gid N] [--jupyter-port P]
+                                     [--ssh-port P] [--gpus N|all | --gpu-ids 0,1]
+  python3 compose/member.py secrets NAME [--ssh-key FILE] [--new-token]
+  python3 compose/member.py remove NAME
+
+`add` writes the member's service (from the shared template), three volumes and two secrets into
+docker-compose.yml, the GPU reservation into compose/gpu.yml, and the secret files into
+compose/secrets/NAME/ (mode 600): a fresh Jupyter token and the given public keys. The files are
+edited as text, section by section, so that their comments stay; nothing is written unless every
+check passed. Standard library only: it runs on the host's python3 (3.8 or newer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pwd
+import re
+import secrets
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+# Public key types that OpenSSH's sshd accepts in authorized_keys (the entrypoint checks each
+# line with ssh-keygen again at start).
+KEY_TYPES = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-", "sk-ssh-ed25519@openssh.com", "sk-ecdsa-sha2-")
+FIRST_JUPYTER_PORT = 8801
+FIRST_SSH_PORT = 2201
+VOLUMES = ("work", "cuda-cache", "ssh-host-keys")
+
+
+class MemberError(Exception):
+    """Bad input: one line for the user, exit 2, nothing written."""
+
+
+@dataclass(frozen=True)
+class Member:
+    name: str
+    uid: int
+    gid: int
+    jupyter_port: int
+    ssh_port: int
+    gpus: str  # the devices entry's selector, e.g. 'count: 1' or 'device_ids: ["0", "1"]'
+
+
+def service_block(m: Member) -> list[str]:
+    return [
+        f"  {m.name}:",
+        "    <<: *member",
+        f"    hostname: {m.name}",
+        f'    environment: {{<<: *member-env, NB_UID: "{m.uid}", NB_GID: "{m.gid}"}}',
+        "    ports:",
+        f'      - "${{TF29ENV_BIND_ADDRESS:-0.0.0.0}}:{m.jupyter_port}:8888"',
+        f'      - "${{TF29ENV_BIND_ADDRESS:-0.0.0.0}}:{m.ssh_port}:22"',
+        "    volumes:",
+        f"      - {m.name}-work:/home/jovyan/work",
+        f"      - {m.name}-cuda-cache:/home/jovyan/.nv",
+        f"      - {m.name}-ssh-host-keys:/etc/ssh/host-keys",
+        "      - *start-hooks",
+        "    secrets:",
+        f"      - {{source: {m.name}-jupyter-token, target: jupyter_token}}",
+        f"      - {{source: {m.name}-ssh-keys, target: authorized_keys}}",
+    ]
+
+
+def volume_lines(name: str) -> list[str]:
+    return [f"  {name}-{volume}:" for volume in VOLUMES]
+
+
+def secret_lines(name: str) -> list[str]:
+    return [
+        f"  {name}-jupyter-token: {{file: ./compose/secrets/{name}/jupyter_token}}",
+        f"  {name}-ssh-keys: {{file: ./compose/secrets/{name}/authorized_keys}}",
+    ]
+
+
+def gpu_block(m: Member) -> list[str]:
+    device = f"{{driver: nvidia, {m.gpus}, capabilities: [gpu]}}"
+    return [f"  {m.name}:", f"    deploy: {{resources: {{reservations: {{devices: [{device}]}}}}}}"]
+
+
+# --- Editing a compose file as text: a top-level section runs from its `key:` line to the next
+# line that starts in column 0 with neither a space nor a comment; its entries are its lines
+# indented by exactly two spaces, each followed by its more deeply indented lines.
+
+def section_span(lines: list[str], section: str) -> range | None:
+    """The indexes of the section's body (header excluded), or None when there is no section."""
+    start = next((i for i, line in enumerate(lines) if re.match(rf"^{section}:\s*(#.*)?$", line)), None)
+    if start is None:
+        return None
+    end = start + 1
+    while end < len(lines) and not re.match(r"^[^\s#]", lines[end]):
+        end += 1
+    return range(start + 1, end)
+
+
+def entry_names(lines: list[str], section: str) -> list[str]:
+    span = section_span(lines, section) or range(0)
+    return [m.group(1) for i in span if (m := re.match(r"^  ([^\s#:][^\s:]*):", lines[i]))]
+
+
+def insert_entry(lines: list[str], section: str, entry: list[str], blank_before: bool) -> list[str]:
+    """The lines with `entry` appended to the section (made at the end of the file if missing)."""
+    span = section_span(lines, section)
+    if span is None:
+        return [*lines, "", f"{section}:", *entry]
+    end = span.stop
+    while end > span.start and (not lines[end - 1].strip() or lines[end - 1].startswith("#")):
+        end -= 1  # after the last entry: before blank lines and the next section's comments
+    return [*lines[:end], *([""] if blank_before and end > span.start else []), *entry, *lines[end:]]
+
+
+def remove_entries(lines: list[str], section: str, names: Sequence[str]) -> list[str]:
+    """The lines without the named entries of the section (and a blank line they leave behind)."""
+    span = section_span(lines, section)
+    if span is None:
+        return lines
+    keep: list[str] = []
+    dropping = False
+    for i, line in enumerate(lines):
+        if i in span and (head := re.match(r"^  ([^\s#:][^\s:]*):", line)):
+            dropping = head.group(1) in names
+        elif i not in span or (line.strip() and not line.startswith(("   ", "  #"))):
+            dropping = False  # a comment in column 0 or the next section: not part of an entry
+        if not dropping or not line.strip():
+            keep.append(line)
+    return [line for i, line in enumerate(keep) if line.strip() or i == 0 or keep[i - 1].strip()]
+
+
+# --- Inputs
+
+def host_ports(lines: list[str], container_port: int) -> list[int]:
+    """Host ports published for container_port by the services of the file."""
+    pattern = re.compile(rf':(\d+):{container_port}(/tcp)?"?\s*$')
+    span = section_span(lines, "services") or range(0)
+    return [int(m.group(1)) for i in span if (m := pattern.search(lines[i]))]
+
+
+def pick_port(given: int | None, used: list[int], first: int, what: str) -> int:
+    if given is None:
+        return max([first - 1, *used]) + 1
+    if not 1 <= given <= 65535:
+        raise MemberError(f"--{what}-port {given} is not a TCP port (1-65535)")
+    if given in used:
+        raise MemberError(f"--{what}-port {given} is already published by another member")
+    return given
+
+
+def gpu_selector(gpus: str | None, gpu_ids: str | None) -> str:
+    if gpus is not None and gpu_ids is not None:
+        raise MemberError("--gpus and --gpu-ids both given: choose one")
+    if gpu_ids is not None:
+        ids = [part.strip() for part in gpu_ids.split(",")]
+        if not all(re.match(r"^[A-Za-z0-9-]+$", part) for part in ids):
+            raise MemberError(f"--gpu-ids '{gpu_ids}' is not a list like 0,1 or GPU-UUIDs")
+        return "device_ids: [" + ", ".join(f'"{part}"' for part in ids) + "]"
+    count = gpus or "all"
+    if count != "all" and not re.match(r"^[1-9][0-9]{0,2}$", count):
+        raise MemberError(f"--gpus '{count}' is not a number of GPUs or 'all'")
+    return f"count: {count}"
+
+
+def account_ids(name: str, uid: int | None, gid: int | None) -> tuple[int, int]:
+    """NB_UID/NB_GID: the member's host account unless given; gid defaults to 100 ('users')."""
+    if uid is None:
+        try:
+            entry = pwd.getpwnam(name)
+        except KeyError:
+            raise MemberError(f"'{name}' is no account on this host: give the member's --uid (and --gid)") from None
+        uid = entry.pw_uid
+        gid = entry.pw_gid if gid is None else gid
+    gid = 100 if gid is None else gid
+    if uid == 0:
+        raise MemberError("--uid 0: the environments never run as root; give the member's own uid")
+    for flag, value in (("--uid", uid), ("--gid", gid)):
+        if not 0 <= value <= 2147483647:
+            raise MemberError(f"{flag} {value} is not a numeric id (0-2147483647)")
+    return uid, gid
+
+
+def read_public_keys(path: Path) -> str:
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MemberError(f"--ssh-key {path}: cannot read it ({exc.__class__.__name__})") from None
+    keys = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    if not keys:
+        raise MemberError(f"--ssh-key {path}: no public key in it")
+    for number, key in enumerate(keys, 1):
+        if not key.startswith(KEY_TYPES) or len(key.split()) < 2:
+            raise MemberError(f"--ssh-key {path}: key {number} is not an SSH public key (give the .pub file)")
+    return "\n".join(keys) + "\n"
+
+
+# --- Files
+
+@dataclass(frozen=True)
+class Project:
+    compose_file: Path
+    gpu_file: Path
+    secrets_dir: Path
+
+    @classmethod
+    def at(cls, directory: Path) -> Project:
+        return cls(directory / "docker-compose.yml", directory / "compose" / "gpu.yml",
+                   directory / "compose" / "secrets")
+
+    def read(self, path: Path) -> list[str]:
+        try:
+            return path.read_text().splitlines()
+        except OSError as exc:
+            raise MemberError(f"{path}: cannot read it ({exc.strerror})") from None
+
+
+def write_lines(path: Path, lines: list[str]) -> None:
+    scratch = path.with_name(f".{path.name}.new")
+    scratch.write_text("\n".join(lines) + "\n")
+    scratch.replace(path)  # all or nothing, even if interrupted
+
+
+def write_secret(path: Path, text: str) -> None:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(text)
+    path.chmod(0o600)
+
+
+def write_secrets(project: Project, name: str, key_file: Path | None, new_token: bool) -> list[str]:
+    """Write the member's secret files; return what was done, one line each."""
+    directory = project.secrets_dir / name
+    done: list[str] = []
+    keys = read_public_keys(key_file) if key_file else None
+    token_file, keys_file = directory / "jupyter_token", directory / "authorized_keys"
+    if keys is None and not keys_file.is_file():
+        raise MemberError(f"{keys_file} does not exist yet: give --ssh-key with the member's public key")
+    if new_token or not token_file.is_file():
+        write_secret(token_file, secrets.token_hex(24) + "\n")
+        done.append(f"wrote a new Jupyter token to {token_file}")
+    if keys is not None:
+        write_secret(keys_file, keys)
+        done.append(f"wrote {keys.count(chr(10))} SSH public key(s) to {keys_file}")
+    return done
+
+
+def add(project: Project, args: argparse.Namespace) -> list[str]:
+    name = args.name
+    compose, gpu = project.read(project.compose_file), project.read(project.gpu_file)
+    if name in entry_names(compose, "services"):
+        raise MemberError(f"'{name}' is already a member in {project.compose_file}")
+    uid, gid = account_ids(name, args.uid, args.gid)
+    jupyter_port = pick_port(args.jupyter_port, host_ports(compose, 8888), FIRST_JUPYTER_PORT, "jupyter")
+    ssh_port = pick_port(args.ssh_port, host_ports(compose, 22), FIRST_SSH_PORT, "ssh")
+    member = Member(name, uid, gid, jupyter_port, ssh_port, gpu_selector(args.gpus, args.gpu_ids))
+    done = write_secrets(project, name, args.ssh_key, new_token=False)
+    compose = insert_entry(compose, "services", service_block(member), blank_before=True)
+    compose = insert_entry(compose, "volumes", volume_lines(name), blank_before=False)
+    compose = insert_entry(compose, "secrets", secret_lines(name), blank_before=False)
+    gpu = insert_entry(remove_entries(gpu, "services", [name]), "services", gpu_block(member), blank_before=True)
+    write_lines(project.compose_file, compose)
+    write_lines(project.gpu_file, gpu)
+    return [*done, f"added {name} (uid {uid}, gid {gid}): Jupyter on host port {jupyter_port}, "
+                   f"SSH on {ssh_port}, GPUs {member.gpus}; start it with: make up"]
+
+
+def remove(project: Project, name: str) -> list[str]:
+    compose, gpu = project.read(project.compose_file), project.read(project.gpu_file)
+    if name not in entry_names(compose, "services"):
+        raise MemberError(f"'{name}' is not a member in {project.compose_file}")
+    compose = remove_entries(compose, "services", [name])
+    compose = remove_entries(compose, "volumes", [f"{name}-{volume}" for volume in VOLUMES])
+    compose = remove_entries(compose, "secrets", [f"{name}-jupyter-token", f"{name}-ssh-keys"])
+    write_lines(project.compose_file, compose)
+    write_lines(project.gpu_file, remove_entries(gpu, "services", [name]))
+    return [f"removed {name} from the compose files; stop the container with `make up` (it removes orphans) "
+            f"and delete the data with `docker volume rm` of the volumes *_{name}-*"]
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="member.py", description="Manage the team members of docker-compose.yml.")
+    parser.add_argument("--project-dir", type=Path, default=PROJECT_DIR,
+                        help="the folder of docker-compose.yml (default: the one above this script)")
+    commands = parser.add_subparsers(dest="command", required=True)
+    adding = commands.add_parser("add", help="add a member: service, volumes, secrets, GPUs")
+    adding.add_argument("--ssh-key", type=Path, required=True, help="the member's public key file (.pub)")
+    adding.add_argument("--uid", type=int, help="NB_UID (default: the uid of the host account NAME)")
+    adding.add_argument("--gid", type=int, help="NB_GID (default: the account's group, else 100)")
+    adding.add_argument("--jupyter-port", type=int,
+                        help=f"host port for Jupyter (default: next from {FIRST_JUPYTER_PORT})")
+    adding.add_argument("--ssh-port", type=int, help=f"host port for SSH (default: next from {FIRST_SSH_PORT})")
+    adding.add_argument("--gpus", help="how many GPUs: the first N, or all (default: all)")
+    adding.add_argument("--gpu-ids", help="which GPUs, e.g. 0,1 or GPU UUIDs (a fair share)")
+    rotating = commands.add_parser("secrets", help="write a member's token (if missing) and keys")
+    rotating.add_argument("--ssh-key", type=Path, help="the member's public key file (.pub)")
+    rotating.add_argument("--new-token", action="store_true", help="replace the Jupyter token")
+    removing = commands.add_parser("remove", help="remove a member (their volumes stay on the engine)")
+    for command in (adding, rotating, removing):
+        command.add_argument("name", help="the member: a lowercase name, also their service's name")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str]) -> int:
+    args = parse_args(argv)
+    project = Project.at(args.project_dir)
+    try:
+        if not NAME_RE.match(args.name):
+            raise MemberError(f"'{args.name}' is not a member name (lowercase letters, digits, - and _)")
+        if args.command == "add":
+            done = add(project, args)
+        elif args.command == "remove":
+            done = remove(project, args.name)
+        else:
+            if args.name not in entry_names(project.read(project.compose_file), "services"):
+                raise MemberError(f"'{args.name}' is not a member in {project.compose_file}: add them first")
+            done = write_secrets(project, args.name, args.ssh_key, args.new_token)
+    except MemberError as exc:
+        print(f"member.py: error: {exc}", file=sys.stderr)
+        return 2
+    print("\n".join(done))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
