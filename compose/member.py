@@ -130,7 +130,10 @@ def remove_entries(lines: list[str], section: str, names: Sequence[str]) -> list
             dropping = False  # a comment in column 0 or the next section: not part of an entry
         if not dropping or not line.strip():
             keep.append(line)
-    return [line for i, line in enumerate(keep) if line.strip() or i == 0 or keep[i - 1].strip()]
+    kept = [line for i, line in enumerate(keep) if line.strip() or i == 0 or keep[i - 1].strip()]
+    while kept and not kept[-1].strip():
+        kept.pop()
+    return kept
 
 
 # --- Inputs

@@ -1,0 +1,37 @@
+# Team setup targets (docs/team.md), included by the Makefile. They run compose in the folder of
+# docker-compose.yml, so .env there (COMPOSE_FILE, COMPOSE_PROJECT_NAME, ...) applies to each.
+# COMPOSE: `docker compose` (v2) where the engine has it, else Debian's docker-compose 1.29.
+
+TEAM_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
+COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo 'docker compose' || echo docker-compose)
+TEAM_COMPOSE = cd $(TEAM_DIR) && $(COMPOSE)
+# down/stop wait this long for a container to stop before killing it (the entrypoint needs <= 8 s).
+STOP_TIMEOUT ?= 15
+# MEMBER=alice limits logs, ps and restart to one member.
+MEMBER ?=
+
+.PHONY: up down logs ps config restart member member-secrets
+
+up: ## start every team member's environment, or update it after a change (compose/member.py, .env, image)
+	$(TEAM_COMPOSE) up -d --remove-orphans
+
+down: ## stop and remove the team's containers; notebooks, CUDA caches and host keys stay in their volumes
+	$(TEAM_COMPOSE) down --remove-orphans -t $(STOP_TIMEOUT)
+
+logs: ## follow the team's logs (MEMBER=alice for one)
+	$(TEAM_COMPOSE) logs -f --tail=200 $(MEMBER)
+
+ps: ## list the team's containers with their state, health and host ports (MEMBER=alice for one)
+	$(TEAM_COMPOSE) ps $(MEMBER)
+
+config: ## check the compose files that COMPOSE_FILE names (docker-compose.yml, compose/gpu.yml)
+	$(TEAM_COMPOSE) config -q
+
+restart: ## restart the team's containers (MEMBER=alice for one), e.g. after rotating a key
+	$(TEAM_COMPOSE) restart -t $(STOP_TIMEOUT) $(MEMBER)
+
+member: ## add a member: make member NAME=dana KEY=dana.pub [ARGS='--gpu-ids 2 --uid 1005']
+	python3 $(TEAM_DIR)/compose/member.py add $(NAME) --ssh-key $(KEY) $(ARGS)
+
+member-secrets: ## (re)write a member's token and keys: make member-secrets NAME=alice KEY=alice.pub [ARGS=--new-token]
+	python3 $(TEAM_DIR)/compose/member.py secrets $(NAME) $(if $(KEY),--ssh-key $(KEY)) $(ARGS)
