@@ -127,11 +127,21 @@ HEALTHCHECK --interval=5s --timeout=3s --start-period=60s --retries=3 \
 ENTRYPOINT ["/usr/bin/tini", "--", "/opt/tf29-env/entrypoint.sh"]
 
 # Labels last: their values change with every commit and must not invalidate any layer above.
+# build.py fills them from the built image itself (a first pass, probed, then this block again);
+# the LABEL_ prefix keeps base images' ENV (CUDA_VERSION and the like) from shadowing the ARGs.
 ARG BASE_IMAGE
+ARG BASE_DIGEST=
 ARG VERSION=dev
 ARG REVISION=unknown
 ARG CREATED=unknown
 ARG SOURCE=
+ARG LABEL_TF_VERSION=
+ARG LABEL_TF_CUDA=
+ARG LABEL_TF_CUDNN=
+ARG LABEL_CUDA_RUNTIME=
+ARG LABEL_CUDNN_RUNTIME=
+ARG LABEL_PYTHON=
+ARG LABEL_OS=
 LABEL org.opencontainers.image.title="tf29-env" \
       org.opencontainers.image.description="TensorFlow 2.9 with JupyterLab, SSH and a GPU / FP16 self-check" \
       org.opencontainers.image.version="${VERSION}" \
@@ -139,4 +149,12 @@ LABEL org.opencontainers.image.title="tf29-env" \
       org.opencontainers.image.created="${CREATED}" \
       org.opencontainers.image.source="${SOURCE}" \
       org.opencontainers.image.base.name="${BASE_IMAGE}" \
-      io.tf29-env.variant="${VARIANT}"
+      org.opencontainers.image.base.digest="${BASE_DIGEST}" \
+      io.tf29-env.variant="${VARIANT}" \
+      io.tf29-env.tensorflow.version="${LABEL_TF_VERSION}" \
+      io.tf29-env.tensorflow.cuda="${LABEL_TF_CUDA}" \
+      io.tf29-env.tensorflow.cudnn="${LABEL_TF_CUDNN}" \
+      io.tf29-env.cuda.runtime="${LABEL_CUDA_RUNTIME}" \
+      io.tf29-env.cudnn.runtime="${LABEL_CUDNN_RUNTIME}" \
+      io.tf29-env.python.version="${LABEL_PYTHON}" \
+      io.tf29-env.os="${LABEL_OS}"

@@ -1,4 +1,9 @@
-"""Building the tf29-env image from the Dockerfile on a chosen base."""
+"""Building the tf29-env image: the Dockerfile on a chosen base, then its labels from its facts.
+
+Two passes: the first builds every layer, is probed for what it holds (tf29env.facts), and the
+second repeats the build with the labels filled in; it hits the cache down to the Dockerfile's
+last block, so it costs seconds. The first pass's image is removed.
+"""
 
 import datetime
 import subprocess
@@ -10,8 +15,10 @@ from pathlib import Path
 import docker.errors
 from docker import DockerClient
 
-from tf29env import context, engine, imagebuild, standin
-from tf29env.errors import UserError
+from tf29env import context, engine, imagebuild, labels, standin, tags
+from tf29env.config import NetworkInputs
+from tf29env.errors import EXIT_BUILD, UserError
+from tf29env.facts import ImageFacts, probe
 from tf29env.paths import REPO, cache_dir
 from tf29env.variants import Variant, standin_base
 
@@ -22,10 +29,14 @@ Log = Callable[[str], None]
 class BuildRequest:
     variant: Variant
     base: str | None = None  # None: the variant's default; "standin": the local stand-in
-    tag: str = ""
+    tag: str = ""  # the reference to build; "" = REPOSITORY:<full computed tag>
     ca_certs: list[Path] = field(default_factory=list)
     nocache: bool = False
     pull: bool = False
+    network: NetworkInputs = field(default_factory=NetworkInputs)
+    cache_from: list[str] = field(default_factory=list)
+    source: str = ""  # the repository URL for the source label; "" = git's origin
+    repository: str = "tf29-env"  # where the default reference goes
 
 
 @dataclass(frozen=True)
@@ -34,6 +45,9 @@ class BuildResult:
     image_id: str
     base: str
     variant: str
+    facts: ImageFacts
+    meta: labels.BuildMeta
+    version: str  # the full computed tag
 
 
 def resolve_base(client: DockerClient, request: BuildRequest, log: Log) -> str:
@@ -43,7 +57,8 @@ def resolve_base(client: DockerClient, request: BuildRequest, log: Log) -> str:
     base = request.base or request.variant.default_base
     if base in (standin.OS_IMAGE, standin.CUDA_IMAGE):
         return standin.ensure(client, log, cuda=base == standin.CUDA_IMAGE)
-    if not engine.image_exists(client, base):
+    tags.split_reference(base, "--base")
+    if not engine.image_exists(client, base) or request.pull:
         log(f"pulling base image {base}")
         try:
             client.images.pull(base)
@@ -56,29 +71,66 @@ def resolve_base(client: DockerClient, request: BuildRequest, log: Log) -> str:
     return base
 
 
+def base_digest(client: DockerClient, base: str) -> str:
+    """The base's registry digest when it came from a registry, else its local image id."""
+    attrs = engine.inspect(client, base)
+    repo_digests = attrs.get("RepoDigests") or []
+    return str(repo_digests[0].split("@", 1)[1]) if repo_digests else str(attrs["Id"])
+
+
+def git(*args: str) -> str:
+    proc = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, check=False)
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
 def git_revision() -> str:
-    proc = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
-    return proc.stdout.strip() if proc.returncode == 0 else "unknown"
+    """HEAD's SHA, with -dirty when the files that go into the image differ from it."""
+    sha = git("rev-parse", "HEAD")
+    if not sha:
+        return "unknown"
+    return f"{sha}-dirty" if git("status", "--porcelain", "--", *context.CONTEXT_PATHS) else sha
 
 
 def build(client: DockerClient, request: BuildRequest, log: Log) -> BuildResult:
+    """Build, probe and label the image; tag it as request.tag (or its full computed tag)."""
+    request.network.validate()
+    if request.tag:
+        tags.split_reference(request.tag)
     ca_certs = context.ca_files(request.ca_certs)
     base = resolve_base(client, request, log)
-    buildargs = {
-        "BASE_IMAGE": base,
-        "VARIANT": request.variant.name,
-        "REVISION": git_revision(),
-        "CREATED": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-    }
+    created = datetime.datetime.now(datetime.UTC)
+    meta = labels.BuildMeta(
+        revision=git_revision(), created=created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        source=request.source or git("config", "--get", "remote.origin.url"),
+        base=base, base_digest=base_digest(client, base),
+    )
+    buildargs = {"BASE_IMAGE": base, "VARIANT": request.variant.name, **request.network.buildargs()}
     with tempfile.TemporaryFile(dir=cache_dir()) as fileobj:
         context.write(fileobj, ca_certs)
-        fileobj.seek(0)
-        log(f"building {request.tag} ({request.variant.name} variant) on {base}")
-        image_id = imagebuild.build_context(
-            client, fileobj, tag=request.tag, buildargs=buildargs, log=log,
-            nocache=request.nocache, pull=request.pull,
-        )
-    return BuildResult(image=request.tag, image_id=image_id, base=base, variant=request.variant.name)
+
+        def run(args: dict[str, str], nocache: bool, pull: bool) -> str:
+            fileobj.seek(0)
+            return imagebuild.build_context(client, fileobj, tag=None, buildargs=args, log=log, nocache=nocache,
+                                            pull=pull, cache_from=request.cache_from)
+
+        log(f"==> building the {request.variant.name} variant on {base}")
+        first = run({**buildargs, "REVISION": meta.revision, "CREATED": meta.created}, request.nocache, request.pull)
+        log("==> reading what the image holds (TensorFlow, Python, OS, CUDA, cuDNN)")
+        facts = probe(client, first)
+        if facts.variant != request.variant.name:
+            raise UserError(f"the {request.variant.name} build holds a TensorFlow that is "
+                            f"{'a CUDA' if facts.tf_cuda_build else 'a CPU-only'} build", EXIT_BUILD)
+        version = tags.full_tag(facts)
+        log(f"==> labelling it as {version}")
+        final = run({**buildargs, **labels.buildargs(labels.expected(facts, meta, version))}, False, False)
+    image = request.tag or f"{request.repository}:{version}"
+    engine.tag(client, final, image)
+    if first != final:
+        engine.remove_dangling(client, first)
+    return BuildResult(image=image, image_id=final, base=base, variant=request.variant.name, facts=facts,
+                       meta=meta, version=version)
+
+
 
 
 __all__ = ["BuildRequest", "BuildResult", "build", "resolve_base", "standin_base"]

@@ -1,21 +1,16 @@
-"""build.py's command line: base, build, test. Every failure is one line on stderr and an exit
-code from the README's table; tracebacks are for bugs only."""
+"""build.py's command line: base, build, test, push, size. Every failure is one line on stderr
+(a failed build step adds its last lines) and an exit code from docs/build.md; tracebacks are bugs."""
 
 import argparse
-import json
-import os
-import re
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from tf29env import engine, standin
-from tf29env.build_image import BuildRequest, build
+from tf29env import commands
 from tf29env.errors import UserError
-from tf29env.paths import REPO
-from tf29env.variants import VARIANTS, default_tag
+from tf29env.paths import DEFAULT_OUTPUT, SIZE_BASELINE
+from tf29env.variants import VARIANTS
 
 
 class Parser(argparse.ArgumentParser):
@@ -25,81 +20,88 @@ class Parser(argparse.ArgumentParser):
         raise UserError(f"{self.prog}: {message} (see --help)")
 
 
+def add_common(parser: argparse.ArgumentParser, *, json_flag: bool = True) -> None:
+    parser.add_argument("--output-dir", type=Path, default=DEFAULT_OUTPUT, metavar="DIR",
+                        help=f"build output directory: manifests, tags, build records (default: {DEFAULT_OUTPUT})")
+    if json_flag:
+        parser.add_argument("--json", action="store_true", help="print one JSON object on stdout, logs on stderr")
+
+
+def add_image(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("image", nargs="?", help=f"image to {what} (default: the last build's, see --variant)")
+    parser.add_argument("--variant", choices=sorted(VARIANTS),
+                        help="use the last build of this variant (default: the last build of any)")
+
+
 def make_parser() -> Parser:
-    parser = Parser(prog="build.py", description="Build, test and publish the tf29-env image.")
+    parser = Parser(prog="build.py", description="Build, tag, test and publish the tf29-env image.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     base = sub.add_parser("base", help="bootstrap the stand-in base images (Debian 11 + CUDA 11 libraries)")
     base.add_argument("--variant", choices=sorted(VARIANTS), default="gpu",
                       help="gpu: with the CUDA libraries (default); cpu: plain Debian 11")
 
-    bld = sub.add_parser("build", help="build the image")
+    bld = sub.add_parser("build", help="build, label and tag the image; write its manifest; run the size gate")
     bld.add_argument("--variant", choices=sorted(VARIANTS), default="gpu", help="gpu (default) or cpu")
     bld.add_argument("--base", help="'standin' (local stand-in, bootstrapped if missing) or any image reference; "
                                     "default: the variant's official base")
     bld.add_argument("--ca-cert", action="append", type=Path, default=[], metavar="PATH",
                      help="extra CA certificate file or directory, for TLS-intercepting proxies (repeatable)")
-    bld.add_argument("--tag", help="image reference to tag (default: tf29-env:latest-VARIANT)")
+    bld.add_argument("--repository", default="tf29-env", help="repository the computed tags go to (default: tf29-env)")
+    bld.add_argument("--tag", help="one more reference for the image, reported as 'image' "
+                                   "(default: REPOSITORY:<full computed tag>)")
+    bld.add_argument("--source", default="", help="URL for the source label (default: git's remote.origin.url)")
+    net = bld.add_argument_group("locked-down networks (build args; proxies stay out of the image)")
+    for flag, what in (("--pip-index-url", "pip index URL (PIP_INDEX_URL)"),
+                       ("--pip-extra-index-url", "extra pip index URL (PIP_EXTRA_INDEX_URL)"),
+                       ("--apt-mirror", "apt mirror replacing the base's archive (APT_MIRROR)"),
+                       ("--http-proxy", "proxy for http:// during the build (HTTP_PROXY)"),
+                       ("--https-proxy", "proxy for https:// during the build (HTTPS_PROXY)"),
+                       ("--no-proxy", "hosts that bypass the proxy, comma-separated (NO_PROXY)")):
+        net.add_argument(flag, default="", metavar="HOSTS" if flag == "--no-proxy" else "URL",
+                         help=what)
     bld.add_argument("--no-cache", action="store_true", help="build every layer again")
     bld.add_argument("--pull", action="store_true", help="pull a newer base image first")
-    bld.add_argument("--json", action="store_true", help="print one JSON object (field 'image') on stdout")
+    bld.add_argument("--cache-from", action="append", default=[], metavar="IMAGE",
+                     help="image whose layers may serve as cache, e.g. the last pushed one in CI (repeatable)")
+    gate = bld.add_argument_group("size gate")
+    gate.add_argument("--size-baseline", type=Path, default=SIZE_BASELINE, metavar="FILE",
+                      help=f"committed size baseline (default: {SIZE_BASELINE.name})")
+    gate.add_argument("--max-growth", type=float, metavar="PERCENT",
+                      help="allowed growth over the baseline (default: the file's max_growth_percent, 20)")
+    gate.add_argument("--no-size-gate", action="store_true", help="skip the size gate")
+    bld.add_argument("--plain", action="store_true", help="plain progress lines even on a terminal")
+    add_common(bld)
 
-    tst = sub.add_parser("test", help="run the test suite against an image")
-    tst.add_argument("image", nargs="?", help="image to test (default: build one on the stand-in base)")
-    tst.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed on to pytest")
+    tst = sub.add_parser("test", help="verify the image's tags and labels, then run the test suite against it")
+    add_image(tst, "test")
+    add_common(tst, json_flag=False)
+    tst.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed on to pytest (after --)")
+
+    psh = sub.add_parser("push", help="push every tag of the image to a registry; report digests")
+    psh.add_argument("--registry", required=True, metavar="HOST[:PORT]", help="registry to push to")
+    psh.add_argument("--repository", help="repository in the registry (default: the local one)")
+    psh.add_argument("--retries", type=int, default=3, help="retries of a transiently failing push (default: 3)")
+    add_image(psh, "push")
+    add_common(psh)
+
+    size = sub.add_parser("size", help="run the size gate on an image, or --record its size as the baseline")
+    add_image(size, "measure")
+    size.add_argument("--size-baseline", type=Path, default=SIZE_BASELINE, metavar="FILE",
+                      help=f"size baseline file (default: {SIZE_BASELINE.name})")
+    size.add_argument("--max-growth", type=float, metavar="PERCENT", help="allowed growth (default: the file's)")
+    size.add_argument("--record", action="store_true", help="write the image's size into the baseline file")
+    add_common(size)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        return run(make_parser().parse_args(argv))
+        args = make_parser().parse_args(argv)
+        return int(getattr(commands, f"cmd_{args.command}")(args))
     except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {exc}", file=sys.stderr, flush=True)
         return exc.exit_code
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
-
-
-def run(args: argparse.Namespace) -> int:
-    if args.command == "test":
-        return run_tests(args.image, args.pytest_args)
-    to_stderr = getattr(args, "json", False)
-
-    def log(line: str) -> None:
-        print(line, file=sys.stderr if to_stderr else sys.stdout, flush=True)
-
-    client = engine.connect()
-    variant = VARIANTS[args.variant]
-    if args.command == "base":
-        log(f"stand-in base ready: {standin.ensure(client, log, cuda=variant.standin_cuda)}")
-        return 0
-    tag = args.tag or default_tag(variant)
-    validate_tag(tag)
-    request = BuildRequest(variant=variant, base=args.base, tag=tag, ca_certs=args.ca_cert,
-                           nocache=args.no_cache, pull=args.pull)
-    result = build(client, request, log)
-    if args.json:
-        print(json.dumps({"image": result.image, "id": result.image_id, "base": result.base,
-                          "variant": result.variant}))
-    else:
-        log(f"built {result.image} ({result.image_id[:19]})")
-    return 0
-
-
-def validate_tag(ref: str) -> None:
-    """Reject references the engine would refuse, before a long build."""
-    name, _, tag = ref.rpartition(":") if ":" in ref.split("/")[-1] else (ref, "", "")
-    if not re.fullmatch(r"[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*"
-                        r"|[a-zA-Z0-9.-]+(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+", name or ref):
-        raise UserError(f"--tag {ref}: not a valid image name (lowercase letters, digits, . _ - and /)")
-    if tag and not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}", tag):
-        raise UserError(f"--tag {ref}: not a valid tag (letters, digits, _ . -; at most 128)")
-
-
-def run_tests(image: str | None, pytest_args: list[str]) -> int:
-    env = dict(os.environ)
-    if image:
-        env["TF29ENV_IMAGE"] = image
-    cmd = [sys.executable, "-m", "pytest", str(REPO / "tests"), *pytest_args]
-    return subprocess.run(cmd, env=env, cwd=REPO, check=False).returncode

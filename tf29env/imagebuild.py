@@ -1,15 +1,16 @@
-"""Running one image build on the engine and streaming its progress."""
+"""Running one image build on the engine and streaming its output lines to a log callable."""
 
+import re
 from collections.abc import Callable
 from typing import IO, Any
 
 import docker.errors
 from docker import DockerClient
 
-from tf29env.errors import UserError
+from tf29env.errors import EXIT_BUILD, UserError
 
-EXIT_BUILD = 4
 TAIL_LINES = 15
+STEP_RE = re.compile(r"Step \d+/\d+ : ")
 
 Log = Callable[[str], None]
 
@@ -18,7 +19,7 @@ def build_context(
     client: DockerClient,
     fileobj: IO[bytes],
     *,
-    tag: str,
+    tag: str | None,
     buildargs: dict[str, str],
     log: Log,
     nocache: bool = False,
@@ -27,22 +28,15 @@ def build_context(
 ) -> str:
     """Build from a context tar; return the image id. A failing step raises with its last lines."""
     tail: list[str] = []
+    step = ["(before the first step)"]
     image_id = ""
     try:
         stream = client.api.build(
-            fileobj=fileobj,
-            custom_context=True,
-            tag=tag,
-            buildargs=buildargs,
-            rm=True,
-            forcerm=True,
-            nocache=nocache,
-            pull=pull,
-            cache_from=cache_from or None,
-            decode=True,
+            fileobj=fileobj, custom_context=True, tag=tag, buildargs=buildargs, rm=True, forcerm=True,
+            nocache=nocache, pull=pull, cache_from=cache_from or None, decode=True,
         )
         for chunk in stream:
-            image_id = _handle(chunk, tail, log) or image_id
+            image_id = _handle(chunk, tail, step, log) or image_id
     except docker.errors.APIError as exc:
         raise UserError(f"the engine refused the build: {exc.explanation or exc}", EXIT_BUILD) from None
     if not image_id:
@@ -50,20 +44,25 @@ def build_context(
     return image_id
 
 
-def _handle(chunk: dict[str, Any], tail: list[str], log: Log) -> str:
+def _handle(chunk: dict[str, Any], tail: list[str], step: list[str], log: Log) -> str:
     if "error" in chunk:
-        shown = "\n    ".join(tail[-TAIL_LINES:])
-        message = str(chunk["error"]).strip()
+        message = str(chunk["error"]).strip().splitlines()[0]
         hint = ""
         if "pull access denied" in message or "manifest unknown" in message or "not found" in message:
             hint = " (no registry here? `--base standin` builds on a local stand-in base)"
-        raise UserError(f"build failed: {message}{hint}\n  last lines:\n    {shown}", EXIT_BUILD)
+        shown = "\n    ".join(tail[-TAIL_LINES:]) or "(no output)"
+        raise UserError(f"build failed at {step[0]}: {message}{hint}\n  last lines:\n    {shown}", EXIT_BUILD)
     text = str(chunk.get("stream", ""))
     for line in text.splitlines():
-        if line.strip():
+        if not line.strip():
+            continue
+        if STEP_RE.match(line):
+            step[0] = line.strip()[:100]
+            tail.clear()
+        else:
             tail.append(line.rstrip())
             del tail[:-TAIL_LINES]
-            log(line.rstrip())
+        log(line.rstrip())
     aux = chunk.get("aux")
     if isinstance(aux, dict) and "ID" in aux:
         return str(aux["ID"])

@@ -1,9 +1,13 @@
-"""Where things are on the host: the repository and the cache for downloads and scratch files."""
+"""Where things are on the host: the repository, the build output and the cache for downloads."""
 
 import os
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+PACKAGE = Path(__file__).resolve().parent
+REPO = PACKAGE.parent
+# What CI uploads: per variant manifest.{md,json}, tags.txt, build.json (see docs/build.md).
+DEFAULT_OUTPUT = REPO / "build-output"
+SIZE_BASELINE = REPO / "size-baseline.json"
 
 
 def cache_dir() -> Path:

@@ -76,7 +76,7 @@ def bootstrap_os(client: DockerClient, log: Log, mirror: str = DEFAULT_MIRROR) -
     # What a container must not inherit from the bootstrap: the engine provides these per container.
     for leftover in ("etc/hostname", "etc/resolv.conf", "etc/machine-id"):
         (rootfs / leftover).unlink(missing_ok=True)
-    for cache in ("var/cache/apt/archives", "var/lib/apt/lists", "var/log"):
+    for cache in ("var/cache/apt/archives", "var/lib/apt/lists", "var/log/apt"):
         for entry in (rootfs / cache).glob("*"):
             if entry.is_file():
                 entry.unlink()

@@ -1,0 +1,60 @@
+"""What a built image really holds (TF, Python, OS, CUDA and cuDNN versions), read by running it.
+
+Tags and labels are computed from these facts, never from what the build was asked for.
+"""
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from docker import DockerClient
+
+from tf29env import engine
+from tf29env.errors import EXIT_BUILD, UserError
+from tf29env.paths import PACKAGE
+
+IN_IMAGE_SCRIPT = PACKAGE / "inimage.py"
+
+
+@dataclass(frozen=True)
+class ImageFacts:
+    tensorflow: str  # tf.__version__, e.g. 2.9.3
+    tf_cuda_build: bool  # tf.sysconfig.get_build_info()["is_cuda_build"]
+    tf_cuda: str  # the CUDA version TF was built for, e.g. 11.2 ("" for tensorflow-cpu)
+    tf_cudnn: str  # the cuDNN major TF was built for, e.g. 8
+    python: str  # e.g. 3.9.2
+    os_id: str  # /etc/os-release ID: debian, ubuntu
+    os_version: str  # /etc/os-release VERSION_ID: 11, 20.04
+    os_name: str
+    cuda_runtime: str  # the image's CUDA runtime, major.minor ("" without libcudart)
+    cuda_runtime_source: str  # "libcudart" (asked the library) or "CUDA_VERSION" (no driver to ask)
+    cudnn_runtime: str  # the image's libcudnn, e.g. 8.9.6 ("" without one)
+
+    @property
+    def variant(self) -> str:
+        return "gpu" if self.tf_cuda_build else "cpu"
+
+    @property
+    def python_minor(self) -> str:
+        return ".".join(self.python.split(".")[:2])
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ImageFacts":
+        return cls(**{name: data[name] for name in cls.__dataclass_fields__})
+
+
+def run_in_image(client: DockerClient, image: str, mode: str) -> dict[str, Any]:
+    """Run inimage.py MODE in a throwaway container of image and parse its JSON line."""
+    output = engine.run_python(client, image, IN_IMAGE_SCRIPT.read_text(), [mode])
+    lines = [line for line in output.splitlines() if line.startswith("{")]
+    if not lines:
+        raise UserError(f"{image}: the {mode} probe printed no JSON: {output.strip()[-300:]}", EXIT_BUILD)
+    data: dict[str, Any] = json.loads(lines[-1])
+    return data
+
+
+def probe(client: DockerClient, image: str) -> ImageFacts:
+    return ImageFacts.from_dict(run_in_image(client, image, "facts"))

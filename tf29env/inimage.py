@@ -1,0 +1,112 @@
+"""Runs INSIDE the image (Python 3.8 or 3.9, stdlib only), never imported on the host: prints one
+JSON object about what the image really holds, for tags, labels and the manifest.
+
+`facts` imports TensorFlow and asks the CUDA / cuDNN libraries themselves for their versions, so
+that a tag can never claim more than the image carries; `inventory` lists packages and sizes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import platform
+import subprocess
+import sys
+from typing import Any
+
+
+def os_release() -> dict[str, str]:
+    fields: dict[str, str] = {}
+    with open("/etc/os-release", encoding="utf-8") as handle:
+        for line in handle:
+            key, sep, value = line.strip().partition("=")
+            if sep:
+                fields[key] = value.strip('"')
+    return fields
+
+
+def load(names: list[str]) -> ctypes.CDLL | None:
+    for name in names:
+        try:
+            return ctypes.CDLL(name)
+        except OSError:
+            continue
+    return None
+
+
+def cuda_runtime() -> dict[str, str]:
+    """The CUDA runtime's version. cudaRuntimeGetVersion needs a driver (it answers 35 without one),
+    so on a host without a GPU the version the base image declares (CUDA_VERSION) stands in,
+    and `source` says which it was. Empty when there is no libcudart at all (cpu variant)."""
+    lib = load(["libcudart.so.11.0", "libcudart.so"])
+    if lib is None:
+        return {"version": "", "source": ""}
+    out = ctypes.c_int(0)
+    if lib.cudaRuntimeGetVersion(ctypes.byref(out)) == 0 and out.value:
+        # 1000*major + 10*minor
+        return {"version": f"{out.value // 1000}.{out.value % 1000 // 10}", "source": "libcudart"}
+    declared = os.environ.get("CUDA_VERSION", "")
+    return {"version": ".".join(declared.split(".")[:2]), "source": "CUDA_VERSION" if declared else ""}
+
+
+def cudnn_runtime() -> str:
+    """cuDNN's own version (no driver needed): 1000*major + 100*minor + patch for cuDNN 8."""
+    lib = load(["libcudnn.so.8", "libcudnn.so"])
+    if lib is None:
+        return ""
+    lib.cudnnGetVersion.restype = ctypes.c_size_t
+    number = int(lib.cudnnGetVersion())
+    return f"{number // 1000}.{number % 1000 // 100}.{number % 100}"
+
+
+def facts() -> dict[str, Any]:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import tensorflow as tf  # type: ignore[import-untyped]  # noqa: PLC0415 - only after the env is set
+
+    build = dict(tf.sysconfig.get_build_info())
+    release = os_release()
+    cudart = cuda_runtime()
+    return {
+        "tensorflow": tf.__version__,
+        "tf_cuda_build": bool(build.get("is_cuda_build", False)),
+        "tf_cuda": str(build.get("cuda_version", "")),
+        "tf_cudnn": str(build.get("cudnn_version", "")),
+        "python": platform.python_version(),
+        "os_id": release.get("ID", ""),
+        "os_version": release.get("VERSION_ID", ""),
+        "os_name": release.get("PRETTY_NAME", ""),
+        "cuda_runtime": cudart["version"],
+        "cuda_runtime_source": cudart["source"],
+        "cudnn_runtime": cudnn_runtime(),
+    }
+
+
+def dist_size(dist: Any) -> int:
+    total = 0
+    for path in dist.files or []:
+        with contextlib.suppress(OSError):
+            total += os.path.getsize(str(dist.locate_file(path)))
+    return total
+
+
+def inventory() -> dict[str, Any]:
+    from importlib import metadata  # noqa: PLC0415 - facts() must not pay for it
+
+    freeze = subprocess.run([sys.executable, "-m", "pip", "freeze", "--all"], check=True,
+                            stdout=subprocess.PIPE, text=True).stdout.split()
+    dpkg_out = subprocess.run(["dpkg-query", "-W", "-f", "${Package}\t${Version}\t${Installed-Size}\n"],
+                              check=True, stdout=subprocess.PIPE, text=True).stdout
+    dpkg = []
+    for line in dpkg_out.splitlines():
+        name, version, size = [*line.split("\t"), "", "", ""][:3]
+        dpkg.append({"name": name, "version": version, "bytes": int(size or 0) * 1024})
+    pip_sizes = [{"name": dist.metadata["Name"], "version": dist.version, "bytes": dist_size(dist)}
+                 for dist in metadata.distributions()]
+    return {"pip_freeze": sorted(freeze, key=str.lower), "dpkg": dpkg, "pip": pip_sizes}
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1] if len(sys.argv) > 1 else "facts"
+    print(json.dumps(facts() if mode == "facts" else inventory()))

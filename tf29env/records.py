@@ -1,0 +1,41 @@
+"""The build output directory CI uploads: OUT/VARIANT/{build.json,tags.txt,manifest.*,push.json},
+and OUT/latest.json, the most recent build, which `test`, `push` and `size` use by default."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tf29env.errors import UserError
+
+
+def variant_dir(out: Path, variant: str) -> Path:
+    path = out / variant
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"--output-dir {out}: cannot create {path} ({exc.strerror})") from None
+    return path
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def save_build(out: Path, record: dict[str, Any]) -> Path:
+    directory = variant_dir(out, str(record["variant"]))
+    write_json(directory / "build.json", record)
+    (directory / "tags.txt").write_text("".join(f"{ref}\n" for ref in record["refs"]))
+    write_json(out / "latest.json", record)
+    return directory
+
+
+def load_build(out: Path, variant: str | None) -> dict[str, Any]:
+    """The record of the last build (of variant, if given); one line when there is none."""
+    path = out / variant / "build.json" if variant else out / "latest.json"
+    try:
+        data: dict[str, Any] = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UserError(f"no build recorded in {path}; run `build.py build` first or name an image") from None
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{path}: unreadable build record ({exc})") from None
+    return data

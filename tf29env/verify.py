@@ -1,0 +1,32 @@
+"""`build.py test`'s first check: every tag of the image claims only what the image holds, and its
+labels agree with what it holds (both read again from a fresh container, not from the build)."""
+
+from collections.abc import Callable
+
+from docker import DockerClient
+
+from tf29env import engine, labels, tags
+from tf29env.errors import EXIT_TEST, UserError
+from tf29env.facts import probe
+
+Log = Callable[[str], None]
+
+
+def verify(client: DockerClient, image: str, log: Log) -> list[str]:
+    """Check image's tags and labels; the tags checked. Raises (exit 5) listing every problem."""
+    attrs = engine.inspect(client, image)
+    facts = probe(client, image)
+    image_labels = dict(attrs["Config"].get("Labels") or {})
+    problems = labels.facts_problems(facts, image_labels)
+    checked = []
+    for ref in attrs.get("RepoTags") or []:
+        claim = tags.check(ref.rsplit(":", 1)[1], facts, image_labels)
+        if claim is None:
+            continue
+        checked.append(ref)
+        problems.extend(f"{ref}: {problem}" for problem in claim.problems)
+    if problems:
+        raise UserError(f"{image} is not what it claims: " + "; ".join(problems), EXIT_TEST)
+    shown = ", ".join(checked) or "(none in the scheme)"
+    log(f"==> {len(checked)} tags of {image} verified against the image: {shown}")
+    return checked
