@@ -1,0 +1,109 @@
+"""`selfcheck [--mode warn|strict] [--json] [--layers 1,2,6] [--output PATH]`.
+
+warn (default): report, exit 0 whatever is found. strict: exit 1 on any FAIL or when no GPU is
+visible. Without --mode, SELF_CHECK from the environment decides (off stops only the run at
+container start: a self-check started by hand always checks, in warn mode)."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import sys
+import time
+from typing import List, NoReturn, Optional
+
+from selfcheck import __version__, report, runner
+from selfcheck.checks import BY_NUMBER, LAYERS
+from selfcheck.model import FAIL, SKIP, Check, LayerResult
+
+MODES = ("warn", "strict")
+DEFAULT_TIME_LIMIT = 60.0
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, not usage + error
+        self.exit(2, f"selfcheck: {message} (see selfcheck --help)\n")
+
+
+def parse(argv: Optional[List[str]]) -> argparse.Namespace:
+    parser = Parser(prog="selfcheck", description="GPU / FP16 self-check of the tf29-env image, in six layers.")
+    parser.add_argument("--mode", choices=MODES, help="warn (default; exit 0) or strict (exit 1 on FAIL or no GPU); "
+                        "default: SELF_CHECK from the environment")
+    parser.add_argument("--json", action="store_true", help="print the JSON report instead of the banner")
+    parser.add_argument("--layers", default="1,2,3,4,5,6",
+                        help="comma-separated layers to run (1,2,6 need no TensorFlow)")
+    parser.add_argument("--output", help="where to write the JSON report (default: $TFENV_RUN_DIR/selfcheck.json)")
+    parser.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT,
+                        help="seconds for all layers together (each has its own timeout too)")
+    parser.add_argument("--version", action="version", version=f"selfcheck {__version__}")
+    args = parser.parse_args(argv)
+    if args.mode is None:
+        value = os.environ.get("SELF_CHECK", "warn")
+        if value not in MODES + ("off", ""):
+            parser.exit(2, f"selfcheck: SELF_CHECK='{value}' is not a mode: use warn (default), strict or off\n")
+        args.mode = "strict" if value == "strict" else "warn"
+    try:
+        args.layer_numbers = sorted({int(n) for n in args.layers.split(",") if n.strip()})
+    except ValueError:
+        parser.error(f"--layers '{args.layers}' is not a comma-separated list of layer numbers 1-6")
+    if not args.layer_numbers or not set(args.layer_numbers) <= set(BY_NUMBER):
+        parser.error(f"--layers '{args.layers}': layers are numbered 1-6")
+    if args.time_limit <= 0:
+        parser.error("--time-limit must be a positive number of seconds")
+    return args
+
+
+def report_path(args: argparse.Namespace) -> str:
+    if args.output:
+        return str(args.output)
+    return os.path.join(os.environ.get("TFENV_RUN_DIR") or "/run/tf29-env", "selfcheck.json")
+
+
+def gpu_visible(layers: List[LayerResult]) -> bool:
+    """TensorFlow's view when layer 3 ran; otherwise the driver's."""
+    for layer in layers:
+        for check in layer.checks:
+            if check.id == "tf.gpus" and check.status != SKIP:
+                return bool(check.data.get("count"))
+    return any(c.id == "driver.cuinit" and c.data.get("devices") for layer in layers for c in layer.checks)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parse(argv)
+    started = datetime.datetime.now(datetime.timezone.utc)
+    clock = time.monotonic()
+    if not args.json:
+        print(f"{report.PREFIX} tf29-env GPU / FP16 self-check {__version__}, mode {args.mode}, layers "
+              f"{','.join(map(str, args.layer_numbers))}", flush=True)
+    results: List[LayerResult] = []
+    selected = [info for info in LAYERS if info.layer in args.layer_numbers]
+    for result in runner.run_all(selected, args.time_limit):
+        results.append(result)
+        if not args.json:
+            print("\n".join(report.banner_lines(result)), flush=True)
+    for info in LAYERS:
+        if info.layer not in args.layer_numbers:
+            results.append(LayerResult(info.layer, info.name, info.title, [
+                Check(f"layer{info.layer}.not_selected", SKIP, "not selected (--layers)")]))
+    results.sort(key=lambda r: r.layer)
+    visible = gpu_visible(results)
+    failed = any(r.status == FAIL for r in results)
+    code = 1 if args.mode == "strict" and (failed or not visible) else 0
+    document = report.build(results, args.mode, started, time.monotonic() - clock, visible, code)
+    path = report_path(args)
+    problem = report.write(document, path)
+    if args.json:
+        print(json.dumps(document, indent=2))
+    else:
+        totals = document["summary"]
+        print(f"{report.PREFIX} {totals['pass']} PASS, {totals['warn']} WARN, {totals['fail']} FAIL, "
+              f"{totals['skip']} SKIP in {document['seconds']:.1f} s; GPU visible: {'yes' if visible else 'no'}; "
+              f"report: {path if problem is None else 'not written'}", flush=True)
+        if code:
+            why = "a check failed" if failed else "no GPU is visible"
+            print(f"{report.PREFIX} strict mode: exit {code} because {why}", flush=True)
+    if problem is not None:
+        print(f"{report.PREFIX} could not write the report: {problem}", file=sys.stderr, flush=True)
+    return code

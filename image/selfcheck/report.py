@@ -1,0 +1,70 @@
+"""The two outputs: the banner (one line per check, for `docker logs`) and the JSON report
+(schema tf29-env/selfcheck/v1, see report.schema.json and docs/selfcheck.md)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import socket
+import tempfile
+from typing import Any, Dict, List, Optional
+
+from selfcheck import SCHEMA_ID, __version__
+from selfcheck.model import STATUSES, LayerResult
+
+PREFIX = "selfcheck:"
+
+
+def banner_lines(result: LayerResult) -> List[str]:
+    lines = []
+    for check in result.checks:
+        line = f"{PREFIX} [{result.layer} {result.name}] {check.status} {check.id}: {check.what}"
+        if check.fix:
+            line += f" -> fix: {check.fix}"
+        lines.append(line)
+    return lines
+
+
+def counts(layers: List[LayerResult]) -> Dict[str, int]:
+    totals = {status.lower(): 0 for status in STATUSES}
+    for layer in layers:
+        for check in layer.checks:
+            totals[check.status.lower()] += 1
+    return totals
+
+
+def build(layers: List[LayerResult], mode: str, started: datetime.datetime, seconds: float,
+          gpu_visible: bool, exit_code: int) -> Dict[str, Any]:
+    return {
+        "schema": SCHEMA_ID,
+        "tool_version": __version__,
+        "mode": mode,
+        "started_at": started.isoformat(timespec="seconds"),
+        "seconds": round(seconds, 3),
+        "host": {"hostname": socket.gethostname(), "python": platform.python_version(), "uid": os.getuid()},
+        "gpu_visible": gpu_visible,
+        "summary": counts(layers),
+        "exit_code": exit_code,
+        "layers": [layer.to_json() for layer in layers],
+    }
+
+
+def write(report: Dict[str, Any], path: str) -> Optional[str]:
+    """Write atomically (readers never see half a file); the error in one line, or None."""
+    directory = os.path.dirname(path) or "."
+    try:
+        fd, scratch = tempfile.mkstemp(prefix=".selfcheck-", suffix=".json", dir=directory)
+        with os.fdopen(fd, "w") as handle:
+            json.dump(report, handle, indent=2)
+            handle.write("\n")
+        os.chmod(scratch, 0o644)
+        os.replace(scratch, path)
+    except OSError as exc:
+        try:
+            os.unlink(scratch)
+        except (OSError, UnboundLocalError):
+            pass
+        return f"{path}: {exc.strerror or exc}"
+    return None

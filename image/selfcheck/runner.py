@@ -1,0 +1,131 @@
+"""Runs the layers in child processes with deadlines. Consecutive layers of one kind share a
+child (TensorFlow is imported once for layers 3-5). A layer that misses its deadline has its
+child killed (a thread could not be: TF calls into the driver do not return), is reported as
+timed out, and the remaining layers go on in a fresh child; a child that dies is reported too."""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from typing import Callable, Dict, Iterator, List, Optional
+
+from selfcheck.checks import LayerInfo
+from selfcheck.model import FAIL, SKIP, Check, LayerResult
+
+LOG_TAIL = 4000  # characters of a child's stderr kept for a layer that went wrong
+
+Command = Callable[[List[int]], List[str]]
+
+
+def worker_command(layers: List[int]) -> List[str]:
+    return [sys.executable, "-m", "selfcheck.worker"] + [str(n) for n in layers]
+
+
+def groups(layers: List[LayerInfo]) -> List[List[LayerInfo]]:
+    out: List[List[LayerInfo]] = []
+    for info in layers:
+        if out and out[-1][0].needs_tf == info.needs_tf:
+            out[-1].append(info)
+        else:
+            out.append([info])
+    return out
+
+
+def run_all(layers: List[LayerInfo], time_limit: float, command: Command = worker_command,
+            env: Optional[Dict[str, str]] = None) -> Iterator[LayerResult]:
+    """Yield each layer's result as soon as it is known, in order, within time_limit seconds in all."""
+    deadline = time.monotonic() + time_limit
+    for group in groups(layers):
+        pending = list(group)
+        while pending:
+            if time.monotonic() >= deadline:
+                for info in pending:
+                    yield LayerResult(info.layer, info.name, info.title, [Check(
+                        f"layer{info.layer}.not_run", SKIP,
+                        f"not run: the self-check's time limit of {time_limit:.0f} s was used up")])
+                return
+            yield from run_child(pending, deadline, command, env)
+
+
+def run_child(pending: List[LayerInfo], deadline: float, command: Command,
+              env: Optional[Dict[str, str]]) -> Iterator[LayerResult]:
+    """One child for the pending layers; removes from `pending` each layer it reports on."""
+    child = subprocess.Popen(command([i.layer for i in pending]), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL, start_new_session=True, env=env)
+    assert child.stdout is not None and child.stderr is not None
+    selector = selectors.DefaultSelector()
+    selector.register(child.stdout, selectors.EVENT_READ, "out")
+    selector.register(child.stderr, selectors.EVENT_READ, "err")
+    out_buffer, log = b"", ""
+    started = time.monotonic()
+    layer_deadline = min(deadline, started + pending[0].timeout)
+    open_pipes = 2
+    try:
+        while pending and open_pipes:
+            now = time.monotonic()
+            if now >= layer_deadline:
+                info = pending.pop(0)
+                limit = min(info.timeout, layer_deadline - started)
+                yield LayerResult(info.layer, info.name, info.title, [Check(
+                    f"layer{info.layer}.timeout", FAIL,
+                    f"did not finish within {limit:.0f} s and was stopped", timeout_fix(info.layer),
+                    {"log_tail": log[-LOG_TAIL:]})], seconds=now - started, timed_out=True)
+                return
+            for key, _ in selector.select(timeout=layer_deadline - now):
+                chunk = os.read(key.fileobj.fileno(), 65536)  # type: ignore[union-attr]
+                if not chunk:
+                    selector.unregister(key.fileobj)
+                    open_pipes -= 1
+                elif key.data == "err":
+                    log = (log + chunk.decode(errors="replace"))[-4 * LOG_TAIL:]
+                else:
+                    out_buffer += chunk
+                    while b"\n" in out_buffer:
+                        line, out_buffer = out_buffer.split(b"\n", 1)
+                        event = json.loads(line)
+                        if event["event"] == "result" and pending and event["layer"] == pending[0].layer:
+                            info = pending.pop(0)
+                            checks = [Check.from_json(c) for c in event["checks"]]
+                            if any(c.status == FAIL for c in checks):
+                                checks[-1].data.setdefault("log_tail", log[-LOG_TAIL:])
+                            yield LayerResult(info.layer, info.name, info.title, checks, seconds=event["seconds"])
+                            started = time.monotonic()
+                            if pending:
+                                layer_deadline = min(deadline, started + pending[0].timeout)
+        if pending:  # the child ended without reporting: it crashed
+            code = child.wait()
+            info = pending.pop(0)
+            yield LayerResult(info.layer, info.name, info.title, [Check(
+                f"layer{info.layer}.crashed", FAIL, f"the check's process died ({describe_exit(code)})",
+                "the last lines of its log are in the JSON report (selfcheck --json); a crash inside "
+                "TensorFlow's import usually means a broken driver/library install", {"log_tail": log[-LOG_TAIL:]})],
+                seconds=time.monotonic() - started)
+    finally:
+        selector.close()
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+        child.stdout.close()
+        child.stderr.close()
+
+
+def describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def timeout_fix(layer: int) -> str:
+    if layer in (3, 4, 5):
+        return ("on a GPU without TF 2.9 kernels (compute capability 8.0+) the first start JIT-compiles PTX for "
+                "minutes: mount a volume at ~/.nv so it happens once, then rerun `selfcheck`; otherwise the driver "
+                "is hanging (check nvidia-smi and dmesg on the host)")
+    return "the driver or a library is not answering: check nvidia-smi and dmesg on the host"
