@@ -1,0 +1,179 @@
+"""The team setup on the real engine with Debian's docker-compose 1.29: two members, each with
+their own token, keys, notebooks and uid, none able to reach the other's; down keeps the
+notebooks and stops everything in time. Tests run in file order on one team (see conftest)."""
+
+import json
+import time
+from pathlib import Path
+
+import paramiko
+import pytest
+import requests
+import yaml
+from docker import DockerClient
+
+from tests.compose.team import REPO, STOP_TIMEOUT, Member, Team, copy_project, member_py
+from tests.helpers.containers import LOOPBACK
+from tests.helpers.jupyter import api_status, put_file
+from tests.helpers.ssh import connect, run
+
+NOTEBOOK = "work/ann-results.ipynb"
+NOTEBOOK_TEXT = json.dumps({"cells": [], "metadata": {"written-by": "ann"}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def config(team: Team) -> dict[str, dict[str, dict[str, object]]]:
+    loaded = yaml.safe_load(team.compose("config").stdout)
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+def test_shipped_files_are_valid_compose(docker_client: DockerClient, image: str) -> None:
+    """`docker-compose config` accepts the shipped file alone and with compose/gpu.yml, and what it
+    resolves has the members' settings (compose folds in the template's anchors)."""
+    shipped = Team(docker_client, REPO, image)
+    shipped.env.pop("TF29ENV_MEMLOCK")  # the file's own default
+    alone = config(shipped)
+    assert sorted(alone["services"]) == ["alice", "bob"]
+    alice = alone["services"]["alice"]
+    assert alice["image"] == image
+    assert alice["ulimits"] == {"memlock": -1, "stack": 67108864}
+    assert alice["shm_size"] == "1g"
+    assert alice["restart"] == "unless-stopped"
+    assert alice["stop_grace_period"] == "15s"
+    assert "deploy" not in alice, "without compose/gpu.yml nothing may reserve a GPU"
+    assert alice["environment"] == {"JUPYTER_TOKEN_FILE": "/run/secrets/jupyter_token",
+                                    "SSH_AUTHORIZED_KEYS_FILE": "/run/secrets/authorized_keys",
+                                    "SELF_CHECK": "off", "NB_UID": "1001", "NB_GID": "1001"}
+    assert sorted(alice["ports"]) == ["127.0.0.1:2201:22/tcp", "127.0.0.1:8801:8888/tcp"]  # type: ignore[call-overload]
+
+    shipped.env.pop("TF29ENV_IMAGE")
+    shipped.env["COMPOSE_FILE"] = "docker-compose.yml:compose/gpu.yml"
+    with_gpus = config(shipped)
+    assert with_gpus["services"]["alice"]["image"] == "tf29-env:latest-gpu"  # build.py's default tag
+    devices = {name: service["deploy"]["resources"]["reservations"]["devices"]  # type: ignore[index]
+               for name, service in with_gpus["services"].items()}
+    assert devices == {"alice": [{"driver": "nvidia", "device_ids": ["0"], "capabilities": ["gpu"]}],
+                       "bob": [{"driver": "nvidia", "device_ids": ["1"], "capabilities": ["gpu"]}]}
+
+
+def test_gpu_file_reaches_the_engine(docker_client: DockerClient, image: str, tmp_path: Path,
+                                     members: tuple[Member, Member]) -> None:
+    """The shipped examples' reservations from compose/gpu.yml are what the engine gets: created,
+    not started, since this engine has no nvidia runtime and refuses to start them (which is why
+    the reservations live in a file of their own)."""
+    project = copy_project(tmp_path / "gpu")
+    for example, member in zip(("alice", "bob"), members, strict=True):
+        given = member_py(project, "secrets", example, "--ssh-key", f"{member.key.private}.pub")
+        assert given.returncode == 0, given.stderr
+    gpu_team = Team(docker_client, project, image, files="docker-compose.yml:compose/gpu.yml")
+    try:
+        gpu_team.compose("up", "--no-start")
+        for service, device_id in (("alice", "0"), ("bob", "1")):
+            (request,) = gpu_team.container(service).attrs["HostConfig"]["DeviceRequests"]
+            assert request["Driver"] == "nvidia"
+            assert request["DeviceIDs"] == [device_id]
+            assert request["Capabilities"] == [["gpu"]]
+        started = gpu_team.compose("start", "alice", check=False)
+        assert started.returncode != 0
+        assert 'could not select device driver "nvidia"' in started.stderr
+    finally:
+        gpu_team.remove_everything()
+
+
+def test_both_members_become_healthy_on_loopback_only(team: Team, members: tuple[Member, Member]) -> None:
+    for member in members:
+        container = team.wait_healthy(member.name)
+        bindings = container.attrs["HostConfig"]["PortBindings"]
+        assert bindings == {"8888/tcp": [{"HostIp": LOOPBACK, "HostPort": str(member.jupyter_port)}],
+                            "22/tcp": [{"HostIp": LOOPBACK, "HostPort": str(member.ssh_port)}]}
+    assert "healthy" in team.make("ps").stdout
+
+
+def test_each_jupyter_accepts_only_its_own_token(team: Team, members: tuple[Member, Member]) -> None:
+    ann, ben = members
+    for member, other in ((ann, ben), (ben, ann)):
+        team.wait_healthy(member.name)
+        assert api_status(member.jupyter_port, team.token(member.name)) == 200
+        assert api_status(member.jupyter_port, team.token(other.name)) == 403
+        assert api_status(member.jupyter_port) == 403
+    assert team.token(ann.name) != team.token(ben.name)
+
+
+def test_each_ssh_accepts_only_its_own_key(team: Team, members: tuple[Member, Member]) -> None:
+    ann, ben = members
+    for member, other in ((ann, ben), (ben, ann)):
+        team.wait_healthy(member.name)
+        client = connect(member.ssh_port, "jovyan", member.key)
+        try:
+            assert run(client, "id -u; id -g; hostname") == (0, f"{member.uid}\n{member.gid}\n{member.name}\n")
+        finally:
+            client.close()
+        with pytest.raises(paramiko.AuthenticationException):
+            connect(member.ssh_port, "jovyan", other.key).close()
+
+
+def test_secrets_stay_out_of_the_container_config(team: Team, members: tuple[Member, Member]) -> None:
+    for member in members:
+        attrs = json.dumps(team.container(member.name).attrs)
+        assert team.token(member.name) not in attrs
+        assert member.key.public_text.split()[1] not in attrs
+        assert "/run/secrets/jupyter_token" in attrs  # only the path travels
+    composed = (team.project / "docker-compose.yml").read_text() + team.compose("config").stdout
+    for member in members:
+        assert team.token(member.name) not in composed
+        assert member.key.public_text.split()[1] not in composed
+
+
+def test_member_cannot_see_the_other_members_files(team: Team, members: tuple[Member, Member]) -> None:
+    ann, ben = members
+    team.wait_healthy(ann.name)
+    put_file(ann.jupyter_port, team.token(ann.name), "work/only-ann.txt", "ann's data\n")
+    contents = requests.get(f"http://{LOOPBACK}:{ben.jupyter_port}/api/contents/work/only-ann.txt",
+                            headers={"Authorization": f"token {team.token(ben.name)}"}, timeout=10)
+    assert contents.status_code == 404
+    client = connect(ben.ssh_port, "jovyan", ben.key)
+    try:
+        code, listing = run(client, "ls -A ~/work; cat /proc/self/mountinfo")
+    finally:
+        client.close()
+    assert code == 0
+    assert "only-ann.txt" not in listing
+    ben_volumes = {m["Name"] for m in team.container(ben.name).attrs["Mounts"] if m["Type"] == "volume"}
+    assert ben_volumes == {f"{team.name}_ben-{v}" for v in ("work", "cuda-cache", "ssh-host-keys")}
+
+
+def test_notebook_survives_down_and_up_owned_by_the_member(team: Team, members: tuple[Member, Member]) -> None:
+    ann, _ = members
+    team.wait_healthy(ann.name)
+    put_file(ann.jupyter_port, team.token(ann.name), NOTEBOOK, NOTEBOOK_TEXT)
+    first_id = team.container(ann.name).id
+
+    team.make("down")
+    assert team.containers() == []
+    team.make("up")
+    container = team.wait_healthy(ann.name)
+    assert container.id != first_id, "down must have removed the container, not just stopped it"
+
+    read = requests.get(f"http://{LOOPBACK}:{ann.jupyter_port}/api/contents/{NOTEBOOK}",
+                        params={"format": "text", "type": "file"},
+                        headers={"Authorization": f"token {team.token(ann.name)}"}, timeout=10)
+    assert read.status_code == 200
+    assert read.json()["content"] == NOTEBOOK_TEXT
+    code, owner = container.exec_run(["stat", "-c", "%u %n", f"/home/jovyan/{NOTEBOOK}", "/home/jovyan/work",
+                                      "/home/jovyan/.nv"])
+    assert code == 0
+    assert owner.decode().split("\n")[:3] == [f"{ann.uid} /home/jovyan/{NOTEBOOK}", f"{ann.uid} /home/jovyan/work",
+                                              f"{ann.uid} /home/jovyan/.nv"]
+
+
+def test_down_stops_everything_within_its_timeout(team: Team, members: tuple[Member, Member]) -> None:
+    for member in members:
+        team.wait_healthy(member.name)
+    started = time.monotonic()
+    team.make("down", f"STOP_TIMEOUT={STOP_TIMEOUT}")
+    took = time.monotonic() - started
+    assert took < STOP_TIMEOUT, f"down took {took:.1f}s: a container waited for SIGKILL"
+    assert team.containers() == []
+    assert team.client.networks.list(names=[f"{team.name}_default"]) == []
+    # down keeps the members' data: six volumes, three each.
+    assert len(team.volumes()) == 6
