@@ -47,7 +47,8 @@ def split_reference(ref: str, flag: str = "--tag") -> tuple[str, str]:
     """(repository, tag) of ref, both checked; a missing tag is 'latest' as Docker has it."""
     last = ref.rsplit("/", 1)[-1]
     repository, tag = (ref.rsplit(":", 1) if ":" in last else (ref, "latest"))
-    validate_repository(repository, flag)
+    if len(repository) > 255 or not REPOSITORY_RE.fullmatch(repository):
+        raise UserError(f"{flag} {ref}: not a valid repository (lowercase letters, digits, . _ - and /)")
     if not TAG_RE.fullmatch(tag):
         raise UserError(f"{flag} {ref}: {tag!r} is not a valid tag (letters, digits, _ . -; at most 128)")
     return repository, tag

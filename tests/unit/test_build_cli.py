@@ -1,0 +1,51 @@
+"""build.py's argument errors: one line on stderr, the documented exit code, and no engine asked
+(DOCKER_HOST points at a socket that does not exist, so asking it would give exit 3 instead)."""
+
+from pathlib import Path
+
+import pytest
+
+from tf29env.cli import main
+from tf29env.errors import EXIT_ENGINE, EXIT_INPUT
+
+CA = "/usr/local/share/ca-certificates"
+
+
+@pytest.fixture(autouse=True)
+def no_engine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-such.sock")
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (["build", "--variant", "tpu"], "argument --variant: invalid choice: 'tpu'"),
+    (["build", "--tag", "tf29-env:bad tag!"], "--tag tf29-env:bad tag!: 'bad tag!' is not a valid tag"),
+    (["build", "--tag", "TF29:x"], "--tag TF29:x: not a valid repository"),
+    (["build", "--repository", "Upper/Case"], "--repository Upper/Case: not a valid repository"),
+    (["build", "--ca-cert", "/nonexistent/ca.crt"], "--ca-cert /nonexistent/ca.crt: no such file or directory"),
+    (["build", "--apt-mirror", "mirror.example"], "--apt-mirror mirror.example: not an http:// or https:// URL"),
+    (["build", "--http-proxy", "proxy:3128"], "--http-proxy proxy:3128: not an http:// or https:// URL"),
+    (["build", "--cache-from", "A:B"], "--cache-from A:B: not a valid repository"),
+    (["push", "--registry", "https://127.0.0.1:5000", "tf29-env:x"], "--registry https://127.0.0.1:5000: expected"),
+    (["push", "tf29-env:x"], "the following arguments are required: --registry"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+])
+def test_bad_input(argv: list[str], words: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == EXIT_INPUT
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and words in err, err
+
+
+def test_a_directory_without_certificates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["build", "--ca-cert", str(tmp_path)]) == EXIT_INPUT
+    assert f"--ca-cert {tmp_path}: the directory holds no *.crt or *.pem file" in capsys.readouterr().err
+
+
+def test_no_build_recorded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["push", "--registry", "127.0.0.1:5000", "--output-dir", str(tmp_path)]) == EXIT_INPUT
+    assert f"no build recorded in {tmp_path}/latest.json" in capsys.readouterr().err
+
+
+def test_no_engine(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["build", "--ca-cert", CA]) == EXIT_ENGINE
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no Docker engine answers" in err and "DOCKER_HOST" in err

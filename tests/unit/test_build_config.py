@@ -1,0 +1,34 @@
+"""Network build inputs: checked, mapped to build args, proxies to Docker's predefined args."""
+
+import pytest
+
+from tf29env.config import NetworkInputs
+from tf29env.errors import EXIT_INPUT, UserError
+
+
+def test_buildargs() -> None:
+    args = NetworkInputs(pip_index_url="https://pypi.example/simple", apt_mirror="http://mirror.example/debian",
+                         https_proxy="http://proxy.example:3128", no_proxy="localhost,127.0.0.1,.corp").buildargs()
+    assert args["PIP_INDEX_URL"] == "https://pypi.example/simple"
+    assert args["APT_MIRROR"] == "http://mirror.example/debian"
+    assert args["PIP_EXTRA_INDEX_URL"] == ""
+    assert args["HTTPS_PROXY"] == args["https_proxy"] == "http://proxy.example:3128"
+    assert args["NO_PROXY"] == args["no_proxy"] == "localhost,127.0.0.1,.corp"
+    assert "HTTP_PROXY" not in args  # unset proxies are not passed at all
+
+
+@pytest.mark.parametrize(("field", "value", "flag"), [
+    ("pip_index_url", "pypi.example/simple", "--pip-index-url"),
+    ("apt_mirror", "ftp://mirror.example/debian", "--apt-mirror"),
+    ("http_proxy", "http://proxy example:3128", "--http-proxy"),
+    ("no_proxy", "a b", "--no-proxy"),
+])
+def test_bad_inputs(field: str, value: str, flag: str) -> None:
+    with pytest.raises(UserError) as info:
+        NetworkInputs(**{field: value}).validate()
+    assert info.value.exit_code == EXIT_INPUT and str(info.value).startswith(f"{flag} {value}: not ")
+
+
+def test_shown_masks_credentials() -> None:
+    shown = NetworkInputs(https_proxy="http://user:secret@proxy.example:3128").shown()
+    assert shown == {"https_proxy": "http://***@proxy.example:3128"}
