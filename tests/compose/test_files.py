@@ -1,0 +1,72 @@
+""".env.example documents every variable of the compose files with its real default, and works as
+.env; compose.mk has the team targets, each with a `## description` for `make help`."""
+
+import re
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from tests.compose.team import COMPOSE, REPO, copy_project
+
+# ${NAME}, ${NAME:-default} or ${NAME-default} in a compose file.
+VARIABLE_RE = re.compile(r"\$\{([A-Z0-9_]+)(?::?-([^}]*))?\}")
+
+
+def example_settings() -> dict[str, str]:
+    """NAME=value lines of .env.example, each of which must follow a comment explaining it."""
+    lines = (REPO / ".env.example").read_text().splitlines()
+    settings = {}
+    for number, line in enumerate(lines):
+        if line and not line.startswith("#"):
+            name, _, value = line.partition("=")
+            assert lines[number - 1].startswith("#"), f".env.example: {name} has no comment above it"
+            settings[name] = value
+    return settings
+
+
+def test_env_example_documents_every_variable_with_its_default() -> None:
+    used: dict[str, str] = {}
+    for path in (REPO / "docker-compose.yml", REPO / "compose" / "gpu.yml"):
+        for name, default in VARIABLE_RE.findall(path.read_text()):
+            assert used.setdefault(name, default) == default, f"{name} has two defaults"
+    settings = example_settings()
+    assert set(used) == {name for name in settings if name.startswith("TF29ENV_")}
+    for name, default in used.items():
+        assert settings[name] == default, f".env.example shows {name}={settings[name]}, the file uses {default}"
+    assert settings["TF29ENV_IMAGE"] == "tf29-env:latest-gpu"  # build.py's moving tag of the gpu variant
+
+
+def test_env_example_works_as_env(tmp_path: Path) -> None:
+    project = copy_project(tmp_path / "team")
+    (project / ".env").write_text((REPO / ".env.example").read_text())
+    result = subprocess.run([COMPOSE, "config"], cwd=project, capture_output=True, text=True, check=False,
+                            env={"PATH": "/usr/bin:/bin"})
+    assert result.returncode == 0, result.stderr
+    services = yaml.safe_load(result.stdout)["services"]
+    assert sorted(services) == ["alice", "bob"]
+    assert services["bob"]["image"] == "tf29-env:latest-gpu"
+    # COMPOSE_FILE from .env brought in compose/gpu.yml.
+    assert services["bob"]["deploy"]["resources"]["reservations"]["devices"][0]["driver"] == "nvidia"
+    assert sorted(services["bob"]["ports"]) == ["0.0.0.0:2202:22/tcp", "0.0.0.0:8802:8888/tcp"]
+
+
+def test_compose_mk_has_the_team_targets_each_described() -> None:
+    text = (REPO / "compose.mk").read_text()
+    phony = set(re.search(r"^\.PHONY: (.+)$", text, re.MULTILINE).group(1).split())  # type: ignore[union-attr]
+    described = dict(re.findall(r"^([a-z][a-z-]*):[^\n#]*## (\S.+)$", text, re.MULTILINE))
+    assert {"up", "down", "logs", "ps"} <= set(described)
+    assert set(described) == phony, "every target is .PHONY and has a ## description"
+
+
+def test_compose_mk_runs_compose_in_the_project_folder(tmp_path: Path) -> None:
+    project = copy_project(tmp_path / "team")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    dry = subprocess.run(["make", "-n", "-f", str(project / "compose.mk"), "up", "down", "ps", "logs",
+                          "MEMBER=alice", f"COMPOSE={COMPOSE}"], cwd=elsewhere, capture_output=True, text=True,
+                         check=True)
+    assert dry.stdout.splitlines() == [f"cd {project} && {COMPOSE} up -d --remove-orphans",
+                                       f"cd {project} && {COMPOSE} down --remove-orphans -t 15",
+                                       f"cd {project} && {COMPOSE} ps alice",
+                                       f"cd {project} && {COMPOSE} logs -f --tail=200 alice"]
