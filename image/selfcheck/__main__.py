@@ -1,8 +1,23 @@
-"""`python -m selfcheck`: see selfcheck.cli."""
+"""`python -m selfcheck`: see selfcheck.cli. Problems end in one line, never a traceback."""
 
+import os
 import sys
 
 from selfcheck.cli import main
 
+
+def run() -> int:
+    try:
+        return main()
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # `selfcheck | head`: the reader left, nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except Exception as exc:  # the checks report their own failures; this is the tool itself failing
+        print(f"selfcheck: internal error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        return 1
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

@@ -35,7 +35,7 @@ def counts(layers: List[LayerResult]) -> Dict[str, int]:
     return totals
 
 
-def build(layers: List[LayerResult], mode: str, started: datetime.datetime, seconds: float,
+def build(layers: List[LayerResult], mode: str, started: datetime.datetime, seconds: float, time_limit: float,
           gpu_visible: bool, exit_code: int) -> Dict[str, Any]:
     return {
         "schema": SCHEMA_ID,
@@ -43,6 +43,7 @@ def build(layers: List[LayerResult], mode: str, started: datetime.datetime, seco
         "mode": mode,
         "started_at": started.isoformat(timespec="seconds"),
         "seconds": round(seconds, 3),
+        "time_limit": time_limit,
         "host": {"hostname": socket.gethostname(), "python": platform.python_version(), "uid": os.getuid()},
         "gpu_visible": gpu_visible,
         "summary": counts(layers),

@@ -47,9 +47,10 @@ def run_all(layers: List[LayerInfo], time_limit: float, command: Command = worke
                 for info in pending:
                     yield LayerResult(info.layer, info.name, info.title, [Check(
                         f"layer{info.layer}.not_run", SKIP,
-                        f"not run: the self-check's time limit of {time_limit:.0f} s was used up")])
-                return
-            yield from run_child(pending, deadline, command, env)
+                        f"not run: the self-check's time limit of {time_limit:g} s was used up")])
+                pending.clear()
+            else:
+                yield from run_child(pending, deadline, command, env)
 
 
 def run_child(pending: List[LayerInfo], deadline: float, command: Command,
@@ -73,7 +74,7 @@ def run_child(pending: List[LayerInfo], deadline: float, command: Command,
                 limit = min(info.timeout, layer_deadline - started)
                 yield LayerResult(info.layer, info.name, info.title, [Check(
                     f"layer{info.layer}.timeout", FAIL,
-                    f"did not finish within {limit:.0f} s and was stopped", timeout_fix(info.layer),
+                    f"did not finish within {limit:.3g} s and was stopped", timeout_fix(info.layer),
                     {"log_tail": log[-LOG_TAIL:]})], seconds=now - started, timed_out=True)
                 return
             for key, _ in selector.select(timeout=layer_deadline - now):
@@ -91,8 +92,9 @@ def run_child(pending: List[LayerInfo], deadline: float, command: Command,
                         if event["event"] == "result" and pending and event["layer"] == pending[0].layer:
                             info = pending.pop(0)
                             checks = [Check.from_json(c) for c in event["checks"]]
-                            if any(c.status == FAIL for c in checks):
-                                checks[-1].data.setdefault("log_tail", log[-LOG_TAIL:])
+                            failed = [c for c in checks if c.status == FAIL]
+                            if failed and log.strip():  # the child's log explains most failures
+                                failed[0].data.setdefault("log_tail", log[-LOG_TAIL:])
                             yield LayerResult(info.layer, info.name, info.title, checks, seconds=event["seconds"])
                             started = time.monotonic()
                             if pending:

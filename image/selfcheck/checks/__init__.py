@@ -24,7 +24,8 @@ class LayerInfo:
         self.layer, self.name, self.title, self.needs_tf, self.timeout = layer, name, title, needs_tf, timeout
 
 
-# Timeouts: each far above a normal run (CPU: layer 3 ~3 s, layer 4 ~4 s), far below "hung".
+# Timeouts: each far above a normal run (idle CPU: layer 3 ~1.5 s, layer 4 ~1.5 s), far below
+# "hung"; the run's total time limit (cli.py) caps them further.
 LAYERS: List[LayerInfo] = [
     LayerInfo(1, "driver", "NVIDIA driver", False, 10.0),
     LayerInfo(2, "cuda_libs", "CUDA libraries", False, 10.0),
