@@ -25,6 +25,11 @@ CPU_BUDGET_SECONDS = 15.0
 Report = dict[str, Any]
 
 
+def scratch(name: str) -> str:
+    """A report path of its own in the dev user's home (not the shared one at REPORT)."""
+    return f"/home/jovyan/selfcheck-{name}.json"
+
+
 @pytest.fixture(scope="module")
 def warn_start(docker_client: DockerClient, image: str) -> Iterator[tuple[TrackedContainer, Container]]:
     """One container started with the defaults (SELF_CHECK=warn), its self-check finished."""
@@ -50,7 +55,7 @@ def start_report(warn_start: tuple[TrackedContainer, Container]) -> Report:
 
 
 def layer(report: Report, number: int) -> dict[str, Any]:
-    found = [entry for entry in report["layers"] if entry["layer"] == number]
+    found: list[dict[str, Any]] = [entry for entry in report["layers"] if entry["layer"] == number]
     assert len(found) == 1, report["layers"]
     return found[0]
 
@@ -164,7 +169,7 @@ def test_banner_has_one_line_per_check_with_its_fix(
 
 def test_start_run_is_within_the_cpu_budget(
         warn_start: tuple[TrackedContainer, Container], start_report: Report) -> None:
-    tracked, container = warn_start
+    _, container = warn_start
     stamped = container.logs(timestamps=True).decode(errors="replace").splitlines()
     ours = [line for line in stamped if " selfcheck: " in line]
     first, last = (datetime.datetime.fromisoformat(line.split(" ", 1)[0][:26]) for line in (ours[0], ours[-1]))
@@ -185,18 +190,18 @@ def test_warn_mode_container_turns_healthy(warn_start: tuple[TrackedContainer, C
 
 def test_strict_by_hand_exits_non_zero_without_a_gpu(warn_start: tuple[TrackedContainer, Container]) -> None:
     tracked, container = warn_start
-    code, output = tracked.exec(container, ["selfcheck", "--mode", "strict", "--output", "/tmp/strict.json"],
+    code, output = tracked.exec(container, ["selfcheck", "--mode", "strict", "--output", scratch("strict")],
                                 user="jovyan")
     assert code == 1, output
     assert "strict mode: exit 1" in output.splitlines()[-1]
-    report = read_json(tracked, container, "/tmp/strict.json")
+    report = read_json(tracked, container, scratch("strict"))
     validate(tracked, container, report)
     assert report["mode"] == "strict" and report["exit_code"] == 1
     # The same by SELF_CHECK instead of --mode, and warn by hand stays 0 on the same findings.
-    code, _ = tracked.exec(container, ["selfcheck", "--layers", "1,2,6", "--output", "/tmp/s2.json"], user="jovyan",
+    code, _ = tracked.exec(container, ["selfcheck", "--layers", "1,2,6", "--output", scratch("s2")], user="jovyan",
                            environment={"SELF_CHECK": "strict"})
     assert code == 1
-    code, _ = tracked.exec(container, ["selfcheck", "--layers", "1,2,6", "--output", "/tmp/w.json"], user="jovyan")
+    code, _ = tracked.exec(container, ["selfcheck", "--layers", "1,2,6", "--output", scratch("w")], user="jovyan")
     assert code == 0
 
 
@@ -214,7 +219,8 @@ def test_json_flag_prints_the_report(warn_start: tuple[TrackedContainer, Contain
 
 
 @pytest.mark.parametrize(("args", "environment", "message"), [
-    (["selfcheck"], {"SELF_CHECK": "loud"}, "selfcheck: SELF_CHECK='loud' is not a mode: use warn (default), strict or off"),
+    (["selfcheck"], {"SELF_CHECK": "loud"},
+     "selfcheck: SELF_CHECK='loud' is not a mode: use warn (default), strict or off"),
     (["selfcheck", "--mode", "loud"], {}, "selfcheck: argument --mode: invalid choice: 'loud'"),
     (["selfcheck", "--layers", "1,7"], {}, "selfcheck: --layers '1,7': layers are numbered 1-6"),
 ])
@@ -229,10 +235,10 @@ def test_bad_input_is_one_line_and_exit_2(warn_start: tuple[TrackedContainer, Co
 
 def test_a_layer_over_the_time_limit_is_stopped_and_reported(warn_start: tuple[TrackedContainer, Container]) -> None:
     tracked, container = warn_start
-    code, output = tracked.exec(container, ["selfcheck", "--time-limit", "1", "--output", "/tmp/t.json"],
+    code, output = tracked.exec(container, ["selfcheck", "--time-limit", "1", "--output", scratch("t")],
                                 user="jovyan")
     assert code == 0, output  # warn mode
-    report = read_json(tracked, container, "/tmp/t.json")
+    report = read_json(tracked, container, scratch("t"))
     validate(tracked, container, report)
     assert report["seconds"] < 4  # TensorFlow alone needs longer than the limit: it was not waited for
     stopped = [entry for entry in report["layers"] if entry["timed_out"]]
