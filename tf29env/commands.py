@@ -143,12 +143,15 @@ def cmd_push(args: argparse.Namespace) -> int:
     image, record = chosen_image(args)
     client = engine.connect()
     if record is not None:
-        refs = [str(ref) for ref in record["refs"]]
+        image_id, refs = str(record["id"]), [str(ref) for ref in record["refs"]]
+        engine.inspect(client, image_id)
     else:
-        repository = image.rsplit(":", 1)[0] if ":" in image.rsplit("/", 1)[-1] else image
-        refs = [ref for ref in engine.inspect(client, image).get("RepoTags") or []
-                if ref.rsplit(":", 1)[0] == repository]
-    pushed = push.push(client, refs, args.registry, logger(args), repository=args.repository, retries=args.retries)
+        attrs = engine.inspect(client, image)
+        repository = tags.split_reference(image, "IMAGE")[0]
+        image_id = str(attrs["Id"])
+        refs = [ref for ref in attrs.get("RepoTags") or [] if ref.rsplit(":", 1)[0] == repository]
+    pushed = push.push(client, image_id, refs, args.registry, logger(args), repository=args.repository,
+                       retries=args.retries)
     result = {"registry": args.registry, "image": image, "pushed": [{"ref": p.ref, "digest": p.digest} for p in pushed]}
     if record is not None:
         records.write_json(records.variant_dir(args.output_dir, str(record["variant"])) / "push.json", result)

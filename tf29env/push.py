@@ -91,9 +91,10 @@ def path_of(repository: str) -> str:
     return rest if rest and ("." in first or ":" in first or first == "localhost") else repository
 
 
-def push(client: DockerClient, refs: list[str], registry: str, log: Log, *, repository: str | None = None,
-         retries: int = 3, backoff: float = 2.0) -> list[Pushed]:
-    """Tag every local ref as REGISTRY/REPOSITORY:TAG and push it, retrying transient failures."""
+def push(client: DockerClient, image_id: str, refs: list[str], registry: str, log: Log, *,
+         repository: str | None = None, retries: int = 3, backoff: float = 2.0) -> list[Pushed]:
+    """Tag image_id as REGISTRY/REPOSITORY:TAG for the tag of every ref and push it, retrying transient
+    failures. The id, not the refs, says what is pushed: a moving tag may have moved on since."""
     check_reachable(registry)
     if repository:
         tags.validate_repository(repository)
@@ -101,7 +102,7 @@ def push(client: DockerClient, refs: list[str], registry: str, log: Log, *, repo
     for ref in refs:
         local_repository, tag = tags.split_reference(ref, "push")
         target = f"{registry}/{repository or path_of(local_repository)}:{tag}"
-        engine.tag(client, engine.inspect(client, ref)["Id"], target)
+        engine.tag(client, image_id, target)
         for attempt in range(1, retries + 2):
             try:
                 digest = push_one(client, target, log)
