@@ -48,15 +48,17 @@ RUN find /usr/local/share/ca-certificates/tf29-env -type f ! -name '*.crt' -dele
  && rm -rf /var/lib/apt/lists/* /var/cache/debconf/*-old /var/log/apt /var/log/dpkg.log \
  && rm -f /etc/ssh/ssh_host_*
 
-# The dev user. Its home and the venv are group-writable by "users" (gid 100), so that a container
+# The dev user. ~/work is where notebooks go (a volume or bind mount); ~/.nv holds the CUDA JIT
+# cache (a volume keeps it across containers). Its home and the venv are group-writable by "users" (gid 100), so that a container
 # started with an arbitrary `--user UID:100` still works, as in docker-stacks. The password field
 # is "*" (no password, not locked): sshd without PAM refuses locked accounts even for keys.
 RUN useradd --create-home --shell /bin/bash --uid "${NB_UID}" --gid "${NB_GID}" "${NB_USER}" \
  && usermod --password '*' "${NB_USER}" \
- && install -d -m 2775 -o "${NB_UID}" -g "${NB_GID}" "/home/${NB_USER}/work" \
+ && install -d -m 2775 -o "${NB_UID}" -g "${NB_GID}" "/home/${NB_USER}/work" "/home/${NB_USER}/.nv" \
  && chmod 2775 "/home/${NB_USER}"
 
-# Python packages. PIP_CERT / REQUESTS_CA_BUNDLE point pip and requests at the system store
+# Python packages; the venv's copy of Debian's bootstrap wheels (old certifi, pip) goes, being
+# unused and flagged by scanners. PIP_CERT / REQUESTS_CA_BUNDLE point pip and requests at the system store
 # (which holds the extra CAs) instead of certifi's copy, at build time and for users later.
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:${PATH} \
@@ -87,6 +89,7 @@ RUN case "${VARIANT}" in \
  && pip install --no-cache-dir --only-binary=:all: -r /opt/tf29-env/requirements.lock \
  && pip check \
  && python -c "import tensorflow, keras, jupyterlab, numpy, pandas, matplotlib, ipywidgets" \
+ && rm -rf "${VIRTUAL_ENV}/share/python-wheels" \
  && chgrp -R "${NB_GID}" "${VIRTUAL_ENV}" \
  && chmod -R g+w "${VIRTUAL_ENV}" \
  && find "${VIRTUAL_ENV}" -type d -exec chmod g+s {} + \

@@ -83,6 +83,9 @@ load_ssh_keys() {
     cfg_ssh_keys=${SSH_AUTHORIZED_KEYS:-}
   fi
   [[ -n ${cfg_ssh_keys} ]] || return 0
+  # Without root there is no sshd (40-ssh says so once), and ssh-keygen refuses to run for a
+  # uid that has no passwd entry: nothing to check.
+  ((is_root)) || return 0
   local line number=0 scratch
   scratch=$(mktemp)
   while IFS= read -r line || [[ -n ${line} ]]; do
