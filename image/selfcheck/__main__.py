@@ -14,7 +14,7 @@ def run() -> int:
     except BrokenPipeError:  # `selfcheck | head`: the reader left, nothing more to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except Exception as exc:  # the checks report their own failures; this is the tool itself failing
+    except Exception as exc:  # noqa: BLE001 - the checks report their own failures; this is the tool itself failing
         print(f"selfcheck: internal error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         return 1
 

@@ -45,7 +45,7 @@ def parse(argv: Optional[List[str]]) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.mode is None:
         value = os.environ.get("SELF_CHECK", "warn")
-        if value not in MODES + ("off", ""):
+        if value not in (*MODES, "off", ""):
             parser.exit(2, f"selfcheck: SELF_CHECK='{value}' is not a mode: use warn (default), strict or off\n")
         args.mode = "strict" if value == "strict" else "warn"
     try:

@@ -49,7 +49,7 @@ def size_t_call(lib: ctypes.CDLL, func: str) -> int:
 def driver_error_name(lib: ctypes.CDLL, status: int) -> str:
     """CUresult -> 'CUDA_ERROR_NO_DEVICE' via cuGetErrorName."""
     name = ctypes.c_char_p()
-    if getattr(lib, "cuGetErrorName")(ctypes.c_int(status), ctypes.byref(name)) == 0 and name.value:
+    if lib.cuGetErrorName(ctypes.c_int(status), ctypes.byref(name)) == 0 and name.value:
         return name.value.decode()
     return f"CUresult {status}"
 
@@ -57,7 +57,7 @@ def driver_error_name(lib: ctypes.CDLL, status: int) -> str:
 def version_text(value: int, digits: Tuple[int, ...]) -> str:
     """Split an encoded version: 8906 with (1000, 100, 1) -> '8.9.6'; 11080 with (1000, 10) -> '11.8'."""
     parts = []
-    for divisor, modulo in zip(digits, (None,) + digits[:-1]):
+    for divisor, modulo in zip(digits, (None, *digits[:-1])):
         part = value // divisor if modulo is None else (value % modulo) // divisor
         parts.append(str(part))
     return ".".join(parts)

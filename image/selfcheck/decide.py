@@ -49,7 +49,7 @@ def parse_version(text: str) -> Version:
 
 def show(version: Sequence[int]) -> str:
     """(460, 32, 3) -> '460.32.03': the driver's own spelling (two-digit fields after the first)."""
-    return ".".join([str(version[0])] + ["%02d" % v for v in version[1:]])
+    return ".".join([str(version[0])] + [f"{v:02d}" for v in version[1:]])
 
 
 def cuda_int(value: int) -> Tuple[int, int]:
@@ -59,9 +59,8 @@ def cuda_int(value: int) -> Tuple[int, int]:
 
 def needed_driver(runtime: Sequence[int]) -> Version:
     """The driver the given CUDA runtime (major, minor[, patch]) needs natively."""
-    key3 = tuple(runtime[:3])
-    if len(key3) == 3 and key3 in NATIVE_UPDATE:
-        return NATIVE_UPDATE[key3]  # type: ignore[index]
+    if len(runtime) >= 3 and (runtime[0], runtime[1], runtime[2]) in NATIVE_UPDATE:
+        return NATIVE_UPDATE[(runtime[0], runtime[1], runtime[2])]
     key2 = (runtime[0], runtime[1])
     if key2 in NATIVE_DRIVER:
         return NATIVE_DRIVER[key2]
@@ -142,7 +141,7 @@ def has_sass_for(cc: Tuple[int, int], sass: Sequence[Tuple[int, int]]) -> bool:
 def gpu_verdicts(name: str, cc: Tuple[int, int], archs: Sequence[str]) -> List[Check]:
     """Per GPU: Tensor Cores / mixed precision advice, and whether TF must JIT its kernels."""
     sass, ptx = parse_arch_list(archs)
-    ccs = "%d.%d" % cc
+    ccs = f"{cc[0]}.{cc[1]}"
     data = {"gpu": name, "compute_capability": ccs}
     checks: List[Check] = []
     if cc >= (7, 0):
@@ -153,16 +152,17 @@ def gpu_verdicts(name: str, cc: Tuple[int, int], archs: Sequence[str]) -> List[C
         checks.append(Check("perf.tensor_cores", WARN,
                             f"{name} (compute capability {ccs}) has no Tensor Cores: mixed_float16 may be slower "
                             "than float32 here (Keras's own rule: compute capability >= 7.0)",
-                            "keep the default float32 policy on this GPU; use mixed_float16 on a V100/T4/A100/H100-class GPU",
+                            "keep the default float32 policy on this GPU; use mixed_float16 on a "
+                            "V100/T4/A100/H100-class GPU",
                             data))
     if has_sass_for(cc, sass):
         return checks
     if any(p <= cc for p in ptx):
-        newest = "compute_%d%d" % max(ptx)
+        newest = "compute_{}{}".format(*max(ptx))
         checks.append(Check(
             "perf.ptx_jit", WARN,
             f"TensorFlow 2.9 has no kernels built for compute capability {ccs} (SASS only up to "
-            f"sm_{'%d%d' % max(sass)}): the driver JIT-compiles its {newest} PTX on first use, which takes "
+            "sm_{}{}".format(*max(sass)) + f"): the driver JIT-compiles its {newest} PTX on first use, which takes "
             "minutes (TensorFlow itself warns it can take 30 minutes or longer)",
             "keep CUDA_CACHE_MAXSIZE=4294967296 (set in this image) and mount a volume at ~/.nv/ComputeCache "
             "(-v tf29-nv-cache:/home/jovyan/.nv) so the compiled kernels survive the container",
@@ -250,7 +250,8 @@ def speed_verdict(name: str, cc: Tuple[int, int], fp32: float, fp16: float, tf32
         text += f"; TF32 (TensorFlow's default FP32 on this GPU) {tf32:.1f} TFLOP/s"
     if cc >= (7, 0) and speedup < 1.5:
         return Check("perf.matmul", WARN, text + ": FP16 is barely faster although the GPU has Tensor Cores",
-                     "check for other processes on the GPU (nvidia-smi), power/clock limits, or a shared/MIG slice", data)
+                     "check for other processes on the GPU (nvidia-smi), power/clock limits, or a shared/MIG slice",
+                     data)
     if cc < (7, 0) and speedup < 1.0:
         return Check("perf.matmul", WARN, text + ": FP16 is slower than FP32 here", "keep the float32 policy", data)
     return Check("perf.matmul", PASS, text, None, data)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
@@ -55,6 +56,7 @@ def build(layers: List[LayerResult], mode: str, started: datetime.datetime, seco
 def write(report: Dict[str, Any], path: str) -> Optional[str]:
     """Write atomically (readers never see half a file); the error in one line, or None."""
     directory = os.path.dirname(path) or "."
+    scratch = ""
     try:
         fd, scratch = tempfile.mkstemp(prefix=".selfcheck-", suffix=".json", dir=directory)
         with os.fdopen(fd, "w") as handle:
@@ -63,9 +65,8 @@ def write(report: Dict[str, Any], path: str) -> Optional[str]:
         os.chmod(scratch, 0o644)
         os.replace(scratch, path)
     except OSError as exc:
-        try:
-            os.unlink(scratch)
-        except (OSError, UnboundLocalError):
-            pass
+        if scratch:
+            with contextlib.suppress(OSError):
+                os.unlink(scratch)
         return f"{path}: {exc.strerror or exc}"
     return None

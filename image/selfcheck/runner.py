@@ -53,7 +53,7 @@ def run_all(layers: List[LayerInfo], time_limit: float, command: Command = worke
                 yield from run_child(pending, deadline, command, env)
 
 
-def run_child(pending: List[LayerInfo], deadline: float, command: Command,
+def run_child(pending: List[LayerInfo], deadline: float, command: Command,  # noqa: PLR0912 - one event loop
               env: Optional[Dict[str, str]]) -> Iterator[LayerResult]:
     """One child for the pending layers; removes from `pending` each layer it reports on."""
     child = subprocess.Popen(command([i.layer for i in pending]), stdout=subprocess.PIPE, stderr=subprocess.PIPE,

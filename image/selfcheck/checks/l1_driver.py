@@ -118,10 +118,11 @@ def nvidia_smi() -> Tuple[Check, Optional[str]]:
         return Check("driver.nvidia_smi", SKIP, "nvidia-smi is not in the container (the toolkit mounts it for "
                      "the 'utility' capability)"), None
     try:
-        done = subprocess.run([path, "-q"], capture_output=True, text=True, timeout=8)
+        done = subprocess.run([path, "-q"], capture_output=True, text=True, timeout=8, check=False)
     except subprocess.TimeoutExpired:
         return Check("driver.nvidia_smi", FAIL, "nvidia-smi -q hung for 8 s: the driver is not answering",
-                     "check the host: nvidia-smi there, dmesg for Xid errors; a GPU reset or reboot may be needed"), None
+                     "check the host: nvidia-smi there, dmesg for Xid errors; a GPU reset or reboot may be "
+                     "needed"), None
     if done.returncode != 0:
         tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or [""]
         return Check("driver.nvidia_smi", FAIL, f"nvidia-smi failed (exit {done.returncode}): {tail[0]}",

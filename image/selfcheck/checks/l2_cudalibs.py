@@ -5,7 +5,7 @@ runtime's version getter needs the driver: without one it is read from the image
 from __future__ import annotations
 
 import ctypes
-from typing import Callable, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from selfcheck import cudalib
 from selfcheck.checks.common import declared_cuda
@@ -18,20 +18,22 @@ MISSING_FIX = ("TensorFlow 2.9 needs the CUDA 11 / cuDNN 8 libraries on the load
 CUDNN_SUBLIBS = ["ops_infer", "ops_train", "cnn_infer", "cnn_train", "adv_infer", "adv_train"]
 CUDART_NO_DRIVER = 35  # cudaErrorInsufficientDriver: this runtime reports its version only with a driver
 
+Getter = Tuple[Optional[str], Dict[str, Any]]  # (version or None, extra facts for the report)
 
-def cudart(lib: ctypes.CDLL) -> Tuple[Optional[str], dict]:
+
+def cudart(lib: ctypes.CDLL) -> Getter:
     status, value = cudalib.int_out(lib, "cudaRuntimeGetVersion")
     if status == 0 and value:
         return cudalib.version_text(value, (1000, 10)), {}
     declared = declared_cuda()
-    data = {"runtime_get_version_error": status,
+    data: Dict[str, Any] = {"runtime_get_version_error": status,
             "declared": ".".join(map(str, declared)) if declared else None}
     return None, data
 
 
-def properties(func: str) -> Callable[[ctypes.CDLL], Tuple[Optional[str], dict]]:
+def properties(func: str) -> Callable[[ctypes.CDLL], Getter]:
     """cublasGetProperty / cusparseGetProperty(MAJOR_VERSION=0, MINOR_VERSION=1, PATCH_LEVEL=2)."""
-    def get(lib: ctypes.CDLL) -> Tuple[Optional[str], dict]:
+    def get(lib: ctypes.CDLL) -> Getter:
         parts = [cudalib.int_out(lib, func, which) for which in (0, 1, 2)]
         if any(status != 0 for status, _ in parts):
             return None, {"error": [status for status, _ in parts]}
@@ -39,8 +41,8 @@ def properties(func: str) -> Callable[[ctypes.CDLL], Tuple[Optional[str], dict]]
     return get
 
 
-def encoded(func: str, digits: Tuple[int, ...], size_t: bool = False) -> Callable[[ctypes.CDLL], Tuple[Optional[str], dict]]:
-    def get(lib: ctypes.CDLL) -> Tuple[Optional[str], dict]:
+def encoded(func: str, digits: Tuple[int, ...], size_t: bool = False) -> Callable[[ctypes.CDLL], Getter]:
+    def get(lib: ctypes.CDLL) -> Getter:
         if size_t:
             return cudalib.version_text(cudalib.size_t_call(lib, func), digits), {}
         status, value = cudalib.int_out(lib, func)
@@ -67,13 +69,13 @@ def run() -> List[Check]:
     return checks
 
 
-def library(soname: str, getter: Callable[[ctypes.CDLL], Tuple[Optional[str], dict]], major: int) -> Check:
+def library(soname: str, getter: Callable[[ctypes.CDLL], Getter], major: int) -> Check:
     short = soname.split(".so")[0][3:]
     lib, where = cudalib.load(soname)
     if lib is None:
         return Check(f"lib.{short}", FAIL, f"{soname} cannot be loaded: {where}", MISSING_FIX, {"soname": soname})
     version, extra = getter(lib)
-    data = {"soname": soname, "path": where, "version": version}
+    data: Dict[str, Any] = {"soname": soname, "path": where, "version": version}
     data.update(extra)
     if version is None and short == "cudart":
         declared = extra.get("declared")

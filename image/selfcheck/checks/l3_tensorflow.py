@@ -57,7 +57,7 @@ def gpu_check(tf: Any, index: int, gpu: Any) -> Check:
     cc = details.get("compute_capability") or (0, 0)
     memory = tfsupport.total_memory(index)
     growth = bool(tf.config.experimental.get_memory_growth(gpu))
-    data = {"index": index, "name": name, "compute_capability": "%d.%d" % tuple(cc), "memory_bytes": memory,
+    data = {"index": index, "name": name, "compute_capability": f"{cc[0]}.{cc[1]}", "memory_bytes": memory,
             "memory_growth": growth}
     shown = f"{memory / 2 ** 30:.1f} GiB" if memory else "memory unknown"
     return Check(f"tf.gpu{index}", PASS, f"GPU:{index} {name}, compute capability {data['compute_capability']}, "

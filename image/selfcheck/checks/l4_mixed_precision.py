@@ -18,8 +18,7 @@ FIX = ("the image's Keras / TensorFlow pair is broken: reinstall the pinned set 
 
 def run() -> List[Check]:
     tf = tfsupport.tf()
-    import numpy as np
-
+    np = tfsupport.numpy()
     mp = tf.keras.mixed_precision
     mp.set_global_policy("mixed_float16")
     try:
@@ -80,7 +79,8 @@ def custom_step(tf: Any, model: Any, x: Any, y: Any) -> Check:
     opt.apply_gradients(zip(grads, model.trainable_variables))
     scale = float(opt.loss_scale)
     finite = all(bool(tf.reduce_all(tf.math.is_finite(g))) for g in grads)
-    data = {"loss": float(loss), "scaled_loss": float(scaled), "loss_scale": scale, "output_dtype": prediction.dtype.name,
+    data = {"loss": float(loss), "scaled_loss": float(scaled), "loss_scale": scale,
+            "output_dtype": prediction.dtype.name,
             "grad_dtypes": sorted({g.dtype.name for g in grads}), "grads_finite": finite}
     ok = (finite and math.isfinite(float(loss)) and prediction.dtype.name == "float32"
           and math.isclose(float(scaled), float(loss) * scale, rel_tol=1e-3) and data["grad_dtypes"] == ["float32"])

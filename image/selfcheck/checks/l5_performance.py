@@ -39,8 +39,7 @@ def run() -> List[Check]:
 
 
 def benchmark(tf: Any, index: int, name: str, cc: Tuple[int, int]) -> Check:
-    import numpy as np
-
+    np = tfsupport.numpy()
     # Inputs made on the host and copied: no TF kernel (which might need a PTX JIT) is timed.
     host = np.random.RandomState(0).standard_normal((N, N)).astype(np.float32)
     with tf.device(f"/GPU:{index}"):

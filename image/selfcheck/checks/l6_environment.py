@@ -50,7 +50,8 @@ def cuda_cache() -> Check:
     fix = ("set CUDA_CACHE_MAXSIZE=4294967296 (the image's default), unset CUDA_CACHE_DISABLE and mount a "
            "volume at ~/.nv so kernels JIT-compiled from PTX are kept")
     if os.environ.get("CUDA_CACHE_DISABLE") == "1":
-        return Check("env.cuda_cache", WARN, "CUDA_CACHE_DISABLE=1: PTX is JIT-compiled again at every start", fix, data)
+        return Check("env.cuda_cache", WARN, "CUDA_CACHE_DISABLE=1: PTX is JIT-compiled again at every start", fix,
+                     data)
     try:
         size = int(os.environ.get("CUDA_CACHE_MAXSIZE") or 256 * 1024 * 1024)
     except ValueError:

@@ -3,28 +3,32 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import importlib
 from typing import Any, List, Optional
 
 _tf: Optional[Any] = None
 
 
 def tf() -> Any:
-    global _tf
+    global _tf  # noqa: PLW0603 - one TensorFlow per process, set up once
     if _tf is None:
-        import tensorflow
-
+        tensorflow = importlib.import_module("tensorflow")  # imported here: only layers 3-5 need it
         for gpu in tensorflow.config.list_physical_devices("GPU"):
-            try:
+            # RuntimeError: already initialised in this process, growth was decided then.
+            with contextlib.suppress(RuntimeError, ValueError):
                 tensorflow.config.experimental.set_memory_growth(gpu, True)
-            except (RuntimeError, ValueError):
-                pass  # already initialised in this process: growth was decided then
         _tf = tensorflow
     return _tf
 
 
 def gpus() -> List[Any]:
     return list(tf().config.list_physical_devices("GPU"))
+
+
+def numpy() -> Any:
+    return importlib.import_module("numpy")
 
 
 def total_memory(ordinal: int) -> Optional[int]:
