@@ -6,6 +6,8 @@
 # `python build.py build --base standin` builds the same file on a Debian 11 stand-in that carries
 # the same libraries (for hosts that cannot reach a registry); `--variant cpu` on plain Debian 11.
 ARG BASE_IMAGE=nvidia/cuda:11.2.2-cudnn8-runtime-ubuntu20.04
+# DL3006: the tag is in BASE_IMAGE's value (hadolint cannot see through the ARG).
+# hadolint ignore=DL3006
 FROM ${BASE_IMAGE}
 
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
@@ -29,6 +31,9 @@ ARG APT_MIRROR=
 #   tini                   PID 1: forwards signals and reaps zombies of kernels and terminals
 #   git less procps        what users reach for first in a terminal: clone, page, ps/top/free
 # The package scripts' host keys are removed in the same layer: every container makes its own.
+# DL3008: no apt version pins, because one Dockerfile serves Ubuntu 20.04 and Debian 11, whose
+# versions differ; each distro's security updates are what we want. The Python stack is pinned.
+# hadolint ignore=DL3008
 RUN find /usr/local/share/ca-certificates/tf29-env -type f ! -name '*.crt' -delete \
  && if [ -n "${APT_MIRROR}" ]; then \
       sed -i -E "s#https?://(archive\.ubuntu\.com/ubuntu|deb\.debian\.org/debian)/?#${APT_MIRROR%/}#" \

@@ -1,0 +1,70 @@
+# tf29-env: `make help` lists the targets. Python tools live in .venv (made on first use).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV := .venv
+PY := $(VENV)/bin/python
+# standin: the Debian 11 + CUDA 11 stand-in, which needs no registry; or an image reference, e.g.
+# BASE=nvidia/cuda:11.2.2-cudnn8-runtime-ubuntu20.04 (the Dockerfile's default) where Docker Hub is reachable.
+BASE ?= standin
+VARIANT ?= gpu
+IMAGE ?= tf29-env:latest-$(VARIANT)
+# Extra CAs of a TLS-intercepting proxy: Debian/Ubuntu keep locally added ones here.
+CA_DIR ?= /usr/local/share/ca-certificates
+CA_ARGS := $(if $(wildcard $(CA_DIR)/*.crt),--ca-cert $(CA_DIR))
+# `make run`: where the environment listens on the host and which public key may log in.
+HOST_ADDRESS ?= 0.0.0.0
+JUPYTER_HOST_PORT ?= 8888
+SSH_HOST_PORT ?= 2222
+SSH_PUBLIC_KEY ?= $(firstword $(wildcard $(HOME)/.ssh/id_ed25519.pub $(HOME)/.ssh/id_rsa.pub))
+GPU_ARGS := $(if $(shell docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -o nvidia),--gpus all)
+
+.PHONY: help venv base build run stop test lint clean
+
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+$(VENV)/.done: requirements-dev.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q -r requirements-dev.txt
+	touch $@
+
+venv: $(VENV)/.done ## make the host tools' virtualenv (build.py, tests, linters)
+
+base: $(VENV)/.done ## bootstrap the stand-in base images (no registry needed)
+	$(PY) build.py base --variant $(VARIANT)
+
+build: $(VENV)/.done ## build the image (BASE=standin|IMAGE, VARIANT=gpu|cpu)
+	$(PY) build.py build --variant $(VARIANT) --base $(BASE) $(CA_ARGS) --tag $(IMAGE)
+
+run: build ## build, then start the environment as container tf29-env (Jupyter on 8888, SSH on 2222)
+	docker rm -f tf29-env >/dev/null 2>&1 || true
+	docker run -d --name tf29-env --restart unless-stopped $(GPU_ARGS) --shm-size 1g \
+	  -p $(HOST_ADDRESS):$(JUPYTER_HOST_PORT):8888 -p $(HOST_ADDRESS):$(SSH_HOST_PORT):22 \
+	  $(if $(SSH_PUBLIC_KEY),-e SSH_AUTHORIZED_KEYS="$$(cat $(SSH_PUBLIC_KEY))") \
+	  -v tf29-env-work:/home/jovyan/work -v tf29-env-hostkeys:/etc/ssh/host-keys -v tf29-env-nv:/home/jovyan/.nv \
+	  $(IMAGE)
+	@echo "waiting for tf29-env to turn healthy..."
+	@for i in $$(seq 60); do \
+	  [ "$$(docker inspect -f '{{.State.Health.Status}}' tf29-env)" = healthy ] && break; sleep 1; done
+	@docker logs tf29-env 2>&1 | grep -E 'tf29-env: (JupyterLab token|SSH|WARNING)' || true
+	@echo "JupyterLab: use the URL above with port $(JUPYTER_HOST_PORT); SSH: ssh -p $(SSH_HOST_PORT) jovyan@HOST"
+
+stop: ## stop and remove the tf29-env container (volumes stay)
+	docker rm -f tf29-env
+
+test: $(VENV)/.done ## run the whole test suite (builds the image on the stand-in base first)
+	$(PY) build.py test
+
+lint: $(VENV)/.done ## ruff, mypy, shellcheck, hadolint
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+	shellcheck -x -a image/entrypoint.sh
+	shellcheck image/bin/* image/ssh/profile.sh scripts/*.sh .ci/run $(wildcard compose/start.d/*.sh)
+	$(VENV)/bin/hadolint Dockerfile standin/Dockerfile
+
+clean: ## remove the tf29-env container, build output and caches (images and volumes stay)
+	docker rm -f tf29-env >/dev/null 2>&1 || true
+	rm -rf build-output .pytest_cache .mypy_cache .ruff_cache
+
+include compose.mk
