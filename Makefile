@@ -19,7 +19,7 @@ SSH_HOST_PORT ?= 2222
 SSH_PUBLIC_KEY ?= $(firstword $(wildcard $(HOME)/.ssh/id_ed25519.pub $(HOME)/.ssh/id_rsa.pub))
 GPU_ARGS := $(if $(shell docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -o nvidia),--gpus all)
 
-.PHONY: help venv base build run stop test lint clean
+.PHONY: help venv base build run stop test lint bench clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -62,6 +62,9 @@ lint: $(VENV)/.done ## ruff, mypy, shellcheck, hadolint
 	shellcheck -x -a image/entrypoint.sh
 	shellcheck image/bin/* image/ssh/profile.sh scripts/*.sh .ci/run $(wildcard compose/start.d/*.sh)
 	$(VENV)/bin/hadolint Dockerfile standin/Dockerfile
+
+bench: $(VENV)/.done ## measure size, build, start-up and self-check times (bench/README.md); minutes
+	$(PY) -m bench $(BENCH_ARGS)
 
 clean: ## remove the tf29-env container, build output and caches (images and volumes stay)
 	docker rm -f tf29-env >/dev/null 2>&1 || true
