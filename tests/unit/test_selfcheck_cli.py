@@ -1,0 +1,113 @@
+"""The selfcheck command on this host (no GPU, no driver, no CUDA libraries, no TensorFlow), run
+as a user runs it: the framework-free layers only, modes and exit codes, the JSON report against
+the shipped schema, and bad input as one line with exit 2."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+IMAGE_DIR = Path(__file__).resolve().parents[2] / "image"
+SCHEMA = json.loads((IMAGE_DIR / "selfcheck" / "report.schema.json").read_text())
+FREE_LAYERS = "1,2,6"
+
+
+def selfcheck(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if k != "SELF_CHECK"}
+    environment.update(env or {})
+    environment["PYTHONPATH"] = str(IMAGE_DIR)
+    return subprocess.run([sys.executable, "-m", "selfcheck", *args], capture_output=True, text=True, timeout=60,
+                          env=environment, check=False)
+
+
+def report_of(path: Path) -> dict[str, Any]:
+    report: dict[str, Any] = json.loads(path.read_text())
+    jsonschema.validate(report, SCHEMA, cls=jsonschema.Draft202012Validator)
+    return report
+
+
+def test_the_schema_is_a_valid_json_schema() -> None:
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+    assert SCHEMA["properties"]["schema"]["const"] == "tf29-env/selfcheck/v1"
+
+
+def test_warn_mode_reports_and_exits_0(tmp_path: Path) -> None:
+    done = selfcheck("--layers", FREE_LAYERS, "--output", str(tmp_path / "r.json"))
+    assert done.returncode == 0, done.stderr
+    report = report_of(tmp_path / "r.json")
+    assert (report["mode"], report["exit_code"], report["gpu_visible"]) == ("warn", 0, False)
+    statuses = {layer["layer"]: layer["status"] for layer in report["layers"]}
+    assert statuses[1] == "FAIL"  # no driver on this host
+    assert statuses[3] == statuses[4] == statuses[5] == "SKIP"  # not selected
+    banner = [line for line in done.stdout.splitlines() if line.startswith("selfcheck: [")]
+    assert len(banner) == sum(len(layer["checks"]) for layer in report["layers"] if layer["layer"] in (1, 2, 6))
+    assert done.stdout.splitlines()[-1].startswith("selfcheck: ") and "GPU visible: no" in done.stdout
+
+
+@pytest.mark.parametrize(("args", "env"), [(["--mode", "strict"], {}), ([], {"SELF_CHECK": "strict"})])
+def test_strict_mode_exits_1_without_a_gpu(tmp_path: Path, args: list[str], env: dict[str, str]) -> None:
+    done = selfcheck("--layers", FREE_LAYERS, "--output", str(tmp_path / "r.json"), *args, env=env)
+    assert done.returncode == 1
+    report = report_of(tmp_path / "r.json")
+    assert report["mode"] == "strict" and report["exit_code"] == 1
+    assert done.stdout.splitlines()[-1] == "selfcheck: strict mode: exit 1 because a check failed"
+
+
+def test_strict_exits_1_on_no_gpu_even_without_a_fail(tmp_path: Path) -> None:
+    # Layer 6 alone finds nothing to FAIL on this host; no GPU is reason enough in strict mode.
+    done = selfcheck("--layers", "6", "--mode", "strict", "--output", str(tmp_path / "r.json"))
+    report = report_of(tmp_path / "r.json")
+    assert report["summary"]["fail"] == 0
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[-1] == "selfcheck: strict mode: exit 1 because no GPU is visible"
+
+
+def test_self_check_off_in_the_environment_still_checks_by_hand(tmp_path: Path) -> None:
+    done = selfcheck("--layers", "6", "--output", str(tmp_path / "r.json"), env={"SELF_CHECK": "off"})
+    assert done.returncode == 0
+    assert report_of(tmp_path / "r.json")["mode"] == "warn"
+
+
+def test_json_flag_prints_exactly_the_report(tmp_path: Path) -> None:
+    done = selfcheck("--json", "--layers", FREE_LAYERS, "--output", str(tmp_path / "r.json"))
+    assert done.returncode == 0
+    printed = json.loads(done.stdout)
+    assert printed == report_of(tmp_path / "r.json")
+
+
+def test_report_dir_from_tfenv_run_dir(tmp_path: Path) -> None:
+    done = selfcheck("--layers", "6", env={"TFENV_RUN_DIR": str(tmp_path)})
+    assert done.returncode == 0
+    assert f"report: {tmp_path}/selfcheck.json" in done.stdout
+    report_of(tmp_path / "selfcheck.json")
+    assert [p.name for p in tmp_path.iterdir()] == ["selfcheck.json"]  # no scratch file left
+
+
+def test_unwritable_report_is_one_line_and_not_fatal(tmp_path: Path) -> None:
+    done = selfcheck("--layers", "6", "--output", str(tmp_path / "missing-dir" / "r.json"))
+    assert done.returncode == 0
+    assert done.stderr.strip().splitlines() == [
+        f"selfcheck: could not write the report: {tmp_path}/missing-dir/r.json: No such file or directory"]
+    assert "report: not written" in done.stdout
+
+
+@pytest.mark.parametrize(("args", "env", "line"), [
+    ([], {"SELF_CHECK": "loud"}, "selfcheck: SELF_CHECK='loud' is not a mode: use warn (default), strict or off"),
+    (["--mode", "off"], {}, "selfcheck: argument --mode: invalid choice: 'off' (choose from 'warn', 'strict') "
+                            "(see selfcheck --help)"),
+    (["--layers", "2,x"], {}, "selfcheck: --layers '2,x' is not a comma-separated list of layer numbers 1-6 "
+                              "(see selfcheck --help)"),
+    (["--layers", "0"], {}, "selfcheck: --layers '0': layers are numbered 1-6 (see selfcheck --help)"),
+    (["--time-limit", "-3"], {}, "selfcheck: --time-limit must be a positive number of seconds (see selfcheck --help)"),
+    (["--bogus"], {}, "selfcheck: unrecognized arguments: --bogus (see selfcheck --help)"),
+])
+def test_bad_input_is_one_line_and_exit_2(args: list[str], env: dict[str, str], line: str) -> None:
+    done = selfcheck(*args, env=env)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [line]
