@@ -54,10 +54,13 @@ def parse(argv: Optional[List[str]]) -> argparse.Namespace:
         parser.error(f"--layers '{args.layers}' is not a comma-separated list of layer numbers 1-6")
     if not args.layer_numbers or not set(args.layer_numbers) <= set(BY_NUMBER):
         parser.error(f"--layers '{args.layers}': layers are numbered 1-6")
+    default_limit = GPU_TIME_LIMIT if device_nodes() else CPU_TIME_LIMIT
     if args.time_limit is None:
-        args.time_limit = GPU_TIME_LIMIT if device_nodes() else CPU_TIME_LIMIT
+        args.time_limit = default_limit
     elif not args.time_limit > 0:
         parser.error("--time-limit must be a positive number of seconds")
+    # A limit raised above the default (to let a first PTX JIT finish) raises each layer's timeout alike.
+    args.timeout_scale = max(1.0, args.time_limit / default_limit)
     return args
 
 
@@ -85,7 +88,7 @@ def main(argv: Optional[List[str]] = None) -> int:
               f"{','.join(map(str, args.layer_numbers))}", flush=True)
     results: List[LayerResult] = []
     selected = [info for info in LAYERS if info.layer in args.layer_numbers]
-    for result in runner.run_all(selected, args.time_limit):
+    for result in runner.run_all(selected, args.time_limit, timeout_scale=args.timeout_scale):
         results.append(result)
         if not args.json:
             print("\n".join(report.banner_lines(result)), flush=True)

@@ -37,8 +37,11 @@ def groups(layers: List[LayerInfo]) -> List[List[LayerInfo]]:
 
 
 def run_all(layers: List[LayerInfo], time_limit: float, command: Command = worker_command,
-            env: Optional[Dict[str, str]] = None) -> Iterator[LayerResult]:
-    """Yield each layer's result as soon as it is known, in order, within time_limit seconds in all."""
+            env: Optional[Dict[str, str]] = None, timeout_scale: float = 1.0) -> Iterator[LayerResult]:
+    """Yield each layer's result as soon as it is known, in order, within time_limit seconds in all;
+    each layer's own timeout is multiplied by timeout_scale (a raised --time-limit raises them too)."""
+    if timeout_scale != 1.0:
+        layers = [LayerInfo(i.layer, i.name, i.title, i.needs_tf, i.timeout * timeout_scale) for i in layers]
     deadline = time.monotonic() + time_limit
     for group in groups(layers):
         pending = list(group)

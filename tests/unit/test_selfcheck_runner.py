@@ -111,3 +111,12 @@ def test_the_real_worker_keeps_stray_output_off_its_protocol() -> None:
     assert [e["event"] for e in events] == ["start", "result"]
     assert {c["id"] for c in events[1]["checks"]} >= {"env.shm", "env.memlock", "env.stack", "env.allow_growth"}
     assert "stray print from a layer" in done.stderr
+
+
+def test_a_raised_limit_raises_each_layer_timeout() -> None:
+    # Layer 2 of the fake worker sleeps 60 s: with 1 s timeouts scaled by 3 it is stopped after ~3 s.
+    start = time.monotonic()
+    results = list(runner.run_all(infos(2), time_limit=30, command=fake, timeout_scale=3.0))
+    elapsed = time.monotonic() - start
+    assert results[0].timed_out and "within 3 s" in results[0].checks[0].what
+    assert 2.9 < elapsed < 6
