@@ -53,6 +53,19 @@ def build(layers: List[LayerResult], mode: str, started: datetime.datetime, seco
     }
 
 
+def hand_to_dev_user(path: str) -> None:
+    """A report written by root (`docker exec tf selfcheck`) goes to the dev user: in the sticky run
+    directory only a file's owner may replace it, and the dev user reruns the check too."""
+    if os.getuid() != 0:
+        return
+    try:
+        uid, gid = int(os.environ["NB_UID"]), int(os.environ.get("NB_GID", "100"))
+    except (KeyError, ValueError):
+        return
+    with contextlib.suppress(OSError):
+        os.chown(path, uid, gid)
+
+
 def write(report: Dict[str, Any], path: str) -> Optional[str]:
     """Write atomically (readers never see half a file); the error in one line, or None."""
     directory = os.path.dirname(path) or "."
@@ -63,6 +76,7 @@ def write(report: Dict[str, Any], path: str) -> Optional[str]:
             json.dump(report, handle, indent=2)
             handle.write("\n")
         os.chmod(scratch, 0o644)
+        hand_to_dev_user(scratch)
         os.replace(scratch, path)
     except OSError as exc:
         if scratch:

@@ -23,6 +23,8 @@ NO_DRIVER_FIX = ("--gpus all", "NVIDIA Container Toolkit")
 CPU_BUDGET_SECONDS = 15.0
 
 Report = dict[str, Any]
+# The start-up report of each warn_start container, read before any test reruns the check there.
+START_REPORTS: dict[str, Report] = {}
 
 
 def scratch(name: str) -> str:
@@ -37,6 +39,7 @@ def warn_start(docker_client: DockerClient, image: str) -> Iterator[tuple[Tracke
     try:
         container = tracked.run()
         tracked.wait_log(container, SUMMARY, timeout=60)
+        START_REPORTS[container.id] = read_json(tracked, container, REPORT)
         yield tracked, container
     finally:
         tracked.remove_all()
@@ -50,8 +53,7 @@ def read_json(tracked: TrackedContainer, container: Container, path: str) -> Any
 
 @pytest.fixture(scope="module")
 def start_report(warn_start: tuple[TrackedContainer, Container]) -> Report:
-    report: Report = read_json(*warn_start, REPORT)
-    return report
+    return START_REPORTS[warn_start[1].id]
 
 
 def layer(report: Report, number: int) -> dict[str, Any]:
@@ -203,6 +205,32 @@ def test_strict_by_hand_exits_non_zero_without_a_gpu(warn_start: tuple[TrackedCo
     assert code == 1
     code, _ = tracked.exec(container, ["selfcheck", "--layers", "1,2,6", "--output", scratch("w")], user="jovyan")
     assert code == 0
+
+
+def test_root_and_the_dev_user_can_both_rewrite_the_report(warn_start: tuple[TrackedContainer, Container]) -> None:
+    # `docker exec tf selfcheck` runs as root, a terminal in JupyterLab as the dev user, in either order.
+    tracked, container = warn_start
+    for user in ("root", "jovyan", "root", "jovyan"):
+        code, output = tracked.exec(container, ["selfcheck", "--layers", "6"], user=user)
+        assert code == 0 and f"report: {REPORT}" in output, (user, output)
+        assert read_json(tracked, container, REPORT)["host"]["uid"] == (0 if user == "root" else 1000)
+    code, owner = tracked.exec(container, ["stat", "-c", "%u:%g %a", REPORT])
+    assert owner.strip() == "1000:100 644"
+
+
+def test_benchmark_code_runs_on_the_cpu_at_a_small_size(warn_start: tuple[TrackedContainer, Container]) -> None:
+    # Layer 5 only runs with a GPU; its measuring code is exercised here on the CPU (soft placement).
+    tracked, container = warn_start
+    script = ("import json; from selfcheck.checks import l5_performance as p, tfsupport as s; p.N = 256; "
+              "c = p.benchmark(s.tf(), 0, 'cpu', (8, 0)); "
+              "print(json.dumps([c.to_json(), s.tf().config.experimental.tensor_float_32_execution_enabled()]))")
+    code, output = tracked.exec(container, ["/opt/venv/bin/python", "-c", script], user="jovyan",
+                                environment={"PYTHONPATH": "/opt/tf29-env", "TF_CPP_MIN_LOG_LEVEL": "3"},
+                                stderr=False)
+    assert code == 0, output
+    check, tf32_enabled_after = json.loads(output.strip().splitlines()[-1])
+    assert check["id"] == "perf.matmul" and check["data"]["fp32_tflops"] > 0 and check["data"]["tf32_tflops"] > 0
+    assert tf32_enabled_after is True  # the strict-FP32 measurement put TensorFlow's default back
 
 
 def test_json_flag_prints_the_report(warn_start: tuple[TrackedContainer, Container]) -> None:
