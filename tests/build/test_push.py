@@ -17,6 +17,7 @@ def test_push_every_tag_and_pull_back_by_digest(built: dict[str, dict[str, Any]]
     record = built["cpu"]
     run = build_py("push", "--registry", registry, "--variant", "cpu", "--output-dir", str(output_dir), "--json")
     pushed_refs: list[str] = []
+    by_digest = ""
     try:
         assert run.code == 0, run.stderr[-3000:]
         result = json.loads(run.stdout)
@@ -41,8 +42,8 @@ def test_push_every_tag_and_pull_back_by_digest(built: dict[str, dict[str, Any]]
         assert pulled.id == record["id"]
         assert by_digest in engine.inspect(docker_client, record["id"])["RepoDigests"]
     finally:
-        for ref in pushed_refs:
-            if engine.image_exists(docker_client, ref):
+        for ref in [*pushed_refs, by_digest]:
+            if ref and engine.image_exists(docker_client, ref):
                 docker_client.images.remove(ref)
 
 
