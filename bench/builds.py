@@ -1,0 +1,89 @@
+"""Build timings: a cold build through build.py's own code (tf29env.build_image.build, no cache),
+then warm single-pass rebuilds of changed copies of its context (bench.contexts)."""
+
+import io
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from docker import DockerClient
+
+from bench import contexts
+from tf29env import engine, imagebuild
+from tf29env.build_image import BuildRequest, BuildResult, build
+from tf29env.config import NetworkInputs
+from tf29env.variants import Variant
+
+Log = Callable[[str], None]
+# build_image.build logs this line when its first pass (the docker build proper) is done.
+FIRST_PASS_DONE = "==> reading what the image holds"  # noqa: S105 - a log line
+
+
+def buildargs(base: str, variant: Variant) -> dict[str, str]:
+    """The build args of build.py's first pass, less the label-only ones (REVISION, CREATED), which
+    the Dockerfile declares after its last RUN: the cache keys are the same."""
+    return {"BASE_IMAGE": base, "VARIANT": variant.name, **NetworkInputs().buildargs()}
+
+
+@dataclass(frozen=True)
+class ColdBuild:
+    result: BuildResult
+    docker_build_s: float  # the first pass: every layer built, nothing from the cache
+    tool_s: float  # all of build(): first pass, the facts probe, the cached labelling pass
+
+
+def cold(client: DockerClient, variant: Variant, ca_certs: list[Path], tag: str, log: Log) -> ColdBuild:
+    marks: list[float] = []
+
+    def timed_log(line: str) -> None:
+        if line.startswith(FIRST_PASS_DONE):
+            marks.append(time.monotonic())
+        log(line)
+
+    request = BuildRequest(variant=variant, base="standin", tag=tag, ca_certs=ca_certs, nocache=True)
+    start = time.monotonic()
+    result = build(client, request, timed_log)
+    end = time.monotonic()
+    return ColdBuild(result, (marks[0] if marks else end) - start, end - start)
+
+
+def tool_rebuild(client: DockerClient, variant: Variant, ca_certs: list[Path], tag: str, log: Log) -> float:
+    """build.py's whole build with nothing changed: its fixed cost (cache hits, probe, labels)."""
+    start = time.monotonic()
+    build(client, BuildRequest(variant=variant, base="standin", tag=tag, ca_certs=ca_certs), log)
+    return time.monotonic() - start
+
+
+def single_pass(client: DockerClient, tar: bytes, base: str, variant: Variant, log: Log,
+                tag: str | None = None) -> tuple[str, float]:
+    """One docker build of a context tar (cache allowed); its image id and seconds."""
+    start = time.monotonic()
+    image_id = imagebuild.build_context(client, io.BytesIO(tar), tag=tag, buildargs=buildargs(base, variant),
+                                        log=log)
+    return image_id, time.monotonic() - start
+
+
+@dataclass(frozen=True)
+class WarmBuild:
+    seconds: float
+    steps: int
+    cached: int  # steps the engine took from its cache ("Using cache")
+
+
+def warm(client: DockerClient, original: bytes, case: str, base: str, variant: Variant, log: Log) -> WarmBuild:
+    """Rebuild after touching one file (a marker unique to this run, so no earlier run's layers
+    match); the image goes afterwards. The cache hits are counted to show the rebuild was warm."""
+    counts = {"steps": 0, "cached": 0}
+
+    def counting_log(line: str) -> None:
+        if imagebuild.STEP_RE.match(line):
+            counts["steps"] += 1
+        elif "Using cache" in line:
+            counts["cached"] += 1
+        log(line)
+
+    tar = contexts.touched(original, case, f"{case} {time.time_ns()}")
+    image_id, seconds = single_pass(client, tar, base, variant, counting_log)
+    engine.remove_dangling(client, image_id)
+    return WarmBuild(seconds, counts["steps"], counts["cached"])

@@ -1,0 +1,61 @@
+"""The size experiment (--slim): the Dockerfile with the venv's dead weight removed in the pip layer,
+built under the bench's own tag, measured, and checked with `pip check` and the imports.
+
+What goes: the `tests` folders inside site-packages (pandas, numpy, matplotlib, ... ship their test
+suites; nothing imports them at run time) and TensorFlow's C++ headers (tensorflow/include, needed
+only to compile custom ops). The removal runs before the Dockerfile's own `pip check` and import
+line, so the build itself proves that both still work."""
+
+from collections.abc import Callable
+from typing import Any
+
+from docker import DockerClient
+
+from bench import builds, contexts, incontainer, layers
+from bench.sizes import ImageSize
+from tf29env import engine
+from tf29env.variants import Variant
+
+SLIM_TAG_PREFIX = "tf29-env:bench-slim-"
+# The du figures (bench.sizes.WEIGHT) of what the slim Dockerfile removes: the expected saving.
+SLIM_WEIGHTS = ("tests folders in site-packages", "TensorFlow C++ headers (tensorflow/include)")
+
+ANCHOR = " && pip check \\\n"
+SLIM_LINES = (
+    ' && find "${VIRTUAL_ENV}/lib" -type d -name tests -path "*/site-packages/*" -prune -exec rm -rf {} + \\\n',
+    ' && rm -rf "${VIRTUAL_ENV}"/lib/python3*/site-packages/tensorflow/include \\\n',
+)
+CHECKS = (
+    ["/opt/venv/bin/pip", "check"],
+    ["/opt/venv/bin/python", "-c", "import tensorflow as tf, keras, jupyterlab, numpy, pandas, matplotlib, "
+     "ipywidgets; tf.test.is_built_with_cuda(); print(tf.reduce_sum(tf.ones([4, 4])).numpy())"],
+)
+
+
+def slim_dockerfile(text: str) -> str:
+    """The Dockerfile with SLIM_LINES inserted before the pip layer's `pip check`."""
+    if text.count(ANCHOR) != 1:
+        raise ValueError(f"the Dockerfile has {text.count(ANCHOR)} '{ANCHOR.strip()}' lines, expected exactly one")
+    return text.replace(ANCHOR, "".join(SLIM_LINES) + ANCHOR)
+
+
+def measure(client: DockerClient, original: bytes, base: str, variant: Variant, reference: ImageSize,
+            log: Callable[[str], None]) -> dict[str, Any]:
+    """Build the slim Dockerfile under SLIM_TAG; its size against `reference` and its checks."""
+    tag = f"{SLIM_TAG_PREFIX}{variant.name}"
+    tar = contexts.replace_member(original, "Dockerfile", lambda data: slim_dockerfile(data.decode()).encode())
+    _, seconds = builds.single_pass(client, tar, base, variant, log, tag=tag)
+    split = layers.split(client.api.history(tag), str(engine.inspect(client, base)["Id"]),
+                         len(client.api.history(base)))
+    checks = []
+    for argv in CHECKS:
+        status, output = engine.run_command(client, tag, argv)
+        checks.append({"argv": " ".join(argv)[:80], "exit": status, "tail": output.strip()[-200:]})
+    selfcheck = incontainer.selfcheck_once(client, tag)
+    imports = incontainer.import_once(client, tag)
+    return {
+        "image": tag, "build_s": round(seconds, 1), "ours_bytes": split.ours_bytes, "total_bytes": split.total,
+        "saved_bytes": reference.split.ours_bytes - split.ours_bytes,
+        "expected_bytes": sum(reference.weight[name] for name in SLIM_WEIGHTS),
+        "checks": checks, "selfcheck_statuses": selfcheck.statuses, "import_tensorflow_cold_s": imports.cold_s,
+    }
