@@ -31,10 +31,13 @@ ARG APT_MIRROR=
 #   tini                   PID 1: forwards signals and reaps zombies of kernels and terminals
 #   git less procps        what users reach for first in a terminal: clone, page, ps/top/free
 # The package scripts' host keys are removed in the same layer: every container makes its own.
+# NVIDIA's apt repository goes first: nothing comes from it (the CUDA libraries are the base's),
+# and old nvidia/cuda tags carry its pre-2022 signing key, which makes `apt-get update` fail.
 # DL3008: no apt version pins, because one Dockerfile serves Ubuntu 20.04 and Debian 11, whose
 # versions differ; each distro's security updates are what we want. The Python stack is pinned.
 # hadolint ignore=DL3008
 RUN find /usr/local/share/ca-certificates/tf29-env -type f ! -name '*.crt' -delete \
+ && rm -f /etc/apt/sources.list.d/cuda*.list /etc/apt/sources.list.d/nvidia-ml*.list \
  && if [ -n "${APT_MIRROR}" ]; then \
       sed -i -E "s#https?://(archive\.ubuntu\.com/ubuntu|deb\.debian\.org/debian)/?#${APT_MIRROR%/}#" \
         /etc/apt/sources.list; \
