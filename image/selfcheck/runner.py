@@ -5,6 +5,7 @@ timed out, and the remaining layers go on in a fresh child; a child that dies is
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
@@ -73,12 +74,7 @@ def run_child(pending: List[LayerInfo], deadline: float, command: Command,  # no
         while pending and open_pipes:
             now = time.monotonic()
             if now >= layer_deadline:
-                info = pending.pop(0)
-                limit = min(info.timeout, layer_deadline - started)
-                yield LayerResult(info.layer, info.name, info.title, [Check(
-                    f"layer{info.layer}.timeout", FAIL,
-                    f"did not finish within {limit:.3g} s and was stopped", timeout_fix(info.layer),
-                    {"log_tail": log[-LOG_TAIL:]})], seconds=now - started, timed_out=True)
+                yield timed_out(pending.pop(0), layer_deadline - started, log, now - started)
                 return
             for key, _ in selector.select(timeout=layer_deadline - now):
                 chunk = os.read(key.fileobj.fileno(), 65536)  # type: ignore[union-attr]
@@ -91,32 +87,45 @@ def run_child(pending: List[LayerInfo], deadline: float, command: Command,  # no
                     out_buffer += chunk
                     while b"\n" in out_buffer:
                         line, out_buffer = out_buffer.split(b"\n", 1)
-                        event = json.loads(line)
-                        if event["event"] == "result" and pending and event["layer"] == pending[0].layer:
+                        try:
+                            event = json.loads(line)
+                        except ValueError:
+                            continue  # not ours: the protocol pipe is private, but never trust a pipe
+                        if event.get("event") == "result" and pending and event.get("layer") == pending[0].layer:
                             info = pending.pop(0)
                             checks = [Check.from_json(c) for c in event["checks"]]
                             failed = [c for c in checks if c.status == FAIL]
                             if failed and log.strip():  # the child's log explains most failures
                                 failed[0].data.setdefault("log_tail", log[-LOG_TAIL:])
                             yield LayerResult(info.layer, info.name, info.title, checks, seconds=event["seconds"])
-                            started = time.monotonic()
+                            started, log = time.monotonic(), ""  # the next layer's log starts here
                             if pending:
                                 layer_deadline = min(deadline, started + pending[0].timeout)
         if pending:  # the child ended without reporting: it crashed
-            code = child.wait()
-            info = pending.pop(0)
-            yield LayerResult(info.layer, info.name, info.title, [Check(
-                f"layer{info.layer}.crashed", FAIL, f"the check's process died ({describe_exit(code)})",
-                "the last lines of its log are in the JSON report (selfcheck --json); a crash inside "
-                "TensorFlow's import usually means a broken driver/library install", {"log_tail": log[-LOG_TAIL:]})],
-                seconds=time.monotonic() - started)
+            yield crashed(pending.pop(0), child.wait(), log, time.monotonic() - started)
     finally:
         selector.close()
-        if child.poll() is None:
+        # The whole process group: whatever the layer started (nvidia-smi, say) goes with it. The
+        # child is not reaped yet, so its pid (the group's id) cannot have been reused.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(child.pid, signal.SIGKILL)
         child.wait()
         child.stdout.close()
         child.stderr.close()
+
+
+def timed_out(info: LayerInfo, allowed: float, log: str, seconds: float) -> LayerResult:
+    limit = min(info.timeout, allowed)
+    return LayerResult(info.layer, info.name, info.title, [Check(
+        f"layer{info.layer}.timeout", FAIL, f"did not finish within {limit:.3g} s and was stopped",
+        timeout_fix(info.layer), {"log_tail": log[-LOG_TAIL:]})], seconds=seconds, timed_out=True)
+
+
+def crashed(info: LayerInfo, code: int, log: str, seconds: float) -> LayerResult:
+    return LayerResult(info.layer, info.name, info.title, [Check(
+        f"layer{info.layer}.crashed", FAIL, f"the check's process died ({describe_exit(code)})",
+        "the last lines of its log are in the JSON report (selfcheck --json); a crash inside TensorFlow's "
+        "import usually means a broken driver or library install", {"log_tail": log[-LOG_TAIL:]})], seconds=seconds)
 
 
 def describe_exit(code: int) -> str:

@@ -42,7 +42,9 @@ def test_warn_mode_reports_and_exits_0(tmp_path: Path) -> None:
     report = report_of(tmp_path / "r.json")
     assert (report["mode"], report["exit_code"], report["gpu_visible"]) == ("warn", 0, False)
     statuses = {layer["layer"]: layer["status"] for layer in report["layers"]}
-    assert statuses[1] == "FAIL"  # no driver on this host
+    driver = {check["id"]: check for check in report["layers"][0]["checks"]}["driver.present"]
+    if not Path("/dev/nvidiactl").exists():  # this build host and CI: no GPU, no driver
+        assert statuses[1] == "FAIL" and "--gpus all" in driver["fix"]
     assert statuses[3] == statuses[4] == statuses[5] == "SKIP"  # not selected
     banner = [line for line in done.stdout.splitlines() if line.startswith("selfcheck: [")]
     assert len(banner) == sum(len(layer["checks"]) for layer in report["layers"] if layer["layer"] in (1, 2, 6))
