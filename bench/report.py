@@ -34,7 +34,8 @@ def seconds(summary: dict[str, Any] | None) -> str:
 
 
 def size_cell(value: Any) -> str:
-    return "-" if value is None else human_size(int(value))
+    """MiB with one decimal: GiB would hide the changes that matter (tens of MiB)."""
+    return "-" if value is None else f"{int(value) / 2**20:.1f} MiB"
 
 
 def plain_seconds(value: Any) -> str:

@@ -1,6 +1,7 @@
 """Image size: total, the base's part and ours (bench.layers), the largest pip packages (all of
 them live in our pip layer) and what in our layers could go (measured with du inside a container)."""
 
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +32,7 @@ def du_script() -> str:
     lines = ["set -uo pipefail", "shopt -s nullglob"]
     for name, finder in WEIGHT.items():
         lines.append(f"printf '%s\\t%s\\n' \"$({{ {finder} 2>/dev/null; }} | du -scb --files0-from=- 2>/dev/null "
-                     f"| tail -n1 | cut -f1)\" '{name}'")
+                     f"| tail -n1 | cut -f1)\" {shlex.quote(name)}")
     return "\n".join(lines)
 
 
