@@ -38,11 +38,11 @@ class Progress:
         if not self.live:
             print(f"[{self.elapsed()}] {line}", file=self.stream, flush=True)
             return
+        width = shutil.get_terminal_size((100, 20)).columns
         if STEP_RE.match(line) or line.startswith(NOTE):
             self._clear()
-            print(f"[{self.elapsed()}] {line}", file=self.stream, flush=True)
+            print(f"[{self.elapsed()}] {line}"[: width - 1], file=self.stream, flush=True)
             return
-        width = shutil.get_terminal_size((100, 20)).columns
         text = f"  {self.elapsed()}  {line.strip()}"
         self.stream.write("\r\x1b[K" + text[: width - 1])
         self.stream.flush()
