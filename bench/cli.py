@@ -174,6 +174,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
                     result["slim"] = slim.measure(client, contexts.standard(context.ca_files(args.ca_cert)),
                                                   standin_base(variant), variant, size, log)
                 document["variants"][name] = result
+                # Written after each variant, so that a later failure keeps what was measured.
+                report.write(document, args.output)
         finally:
             if not args.keep_images:
                 for ref in tagged:

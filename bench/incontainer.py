@@ -38,10 +38,10 @@ class ImportRun:
     warm_wall_s: float
 
 
-def timed_exec(container: Container, argv: list[str]) -> tuple[float, str]:
+def timed_exec(container: Container, argv: list[str], env: dict[str, str] | None = None) -> tuple[float, str]:
     start = time.monotonic()
     code, (stdout, stderr) = container.exec_run(argv, user=USER, demux=True,
-                                                environment={"TF_CPP_MIN_LOG_LEVEL": "3"})
+                                                environment={"TF_CPP_MIN_LOG_LEVEL": "3", **(env or {})})
     seconds = time.monotonic() - start
     if code != 0:
         tail = (stderr or stdout or b"").decode(errors="replace").strip()[-300:]
@@ -87,5 +87,21 @@ def import_once(client: DockerClient, image: str) -> ImportRun:
         cold_wall, cold = timed_exec(container, argv)
         warm_wall, warm = timed_exec(container, argv)
         return ImportRun(float(cold.split()[-1]), float(warm.split()[-1]), cold_wall, warm_wall)
+    finally:
+        tracked.remove_all()
+
+
+def import_without_bytecode(client: DockerClient, image: str) -> float:
+    """`import tensorflow` after deleting the venv's __pycache__ folders (in this container only),
+    with PYTHONDONTWRITEBYTECODE=1: what every fresh container would pay if the image shipped no .pyc."""
+    tracked = TrackedContainer(client, image)
+    try:
+        container = idle(tracked)
+        code, output = container.exec_run(["find", "/opt/venv", "-type", "d", "-name", "__pycache__", "-prune",
+                                           "-exec", "rm", "-rf", "{}", "+"])
+        if code != 0:
+            raise BenchError(f"removing the bytecode failed: {output.decode(errors='replace')[-200:]}")
+        _, output_text = timed_exec(container, ["/opt/venv/bin/python", "-c", IMPORT], {"PYTHONDONTWRITEBYTECODE": "1"})
+        return float(output_text.split()[-1])
     finally:
         tracked.remove_all()

@@ -60,6 +60,14 @@ def layer_cell(name: str) -> Cell:
     return cell
 
 
+def slim_cell(result: dict[str, Any]) -> str:
+    slim = result.get("slim")
+    if not slim:
+        return "-"
+    checks = ", ".join(f"{check['name']} exit {check['exit']}" for check in slim["checks"])
+    return f"{size_cell(slim['ours_bytes'])} (saves {size_cell(slim['saved_bytes'])}; {checks})"
+
+
 ROWS: list[tuple[str, Cell]] = [
     ("image size, total", lambda r: size_cell(dig(r, "size", "total_bytes"))),
     ("- the base image", lambda r: size_cell(dig(r, "size", "base_bytes"))),
@@ -78,6 +86,9 @@ ROWS: list[tuple[str, Cell]] = [
     ("import tensorflow, fresh container (cold)", lambda r: seconds(dig(r, "import_tensorflow", "cold_s"))),
     ("import tensorflow, same container again (warm)", lambda r: seconds(dig(r, "import_tensorflow", "warm_s"))),
     ("python -c 'import tensorflow' exec, cold", lambda r: seconds(dig(r, "import_tensorflow", "cold_wall_s"))),
+    ("--slim: our layers without tests folders, TF headers", slim_cell),
+    ("--slim: import tensorflow, bytecode deleted (cold)",
+     lambda r: plain_seconds(dig(r, "slim", "reference_import_without_bytecode_s"))),
 ]
 
 
