@@ -63,9 +63,10 @@ def test_compose_mk_runs_compose_in_the_project_folder(tmp_path: Path) -> None:
     project = copy_project(tmp_path / "team")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    dry = subprocess.run(["make", "-n", "-f", str(project / "compose.mk"), "up", "down", "ps", "logs",
-                          "MEMBER=alice", f"COMPOSE={COMPOSE}"], cwd=elsewhere, capture_output=True, text=True,
-                         check=True)
+    # --no-print-directory: under `make test` this make is a sub-make and would announce its folder.
+    dry = subprocess.run(["make", "--no-print-directory", "-n", "-f", str(project / "compose.mk"), "up", "down",
+                          "ps", "logs", "MEMBER=alice", f"COMPOSE={COMPOSE}"], cwd=elsewhere, capture_output=True,
+                         text=True, check=True)
     assert dry.stdout.splitlines() == [f"cd {project} && {COMPOSE} up -d --remove-orphans",
                                        f"cd {project} && {COMPOSE} down --remove-orphans -t 15",
                                        f"cd {project} && {COMPOSE} ps alice",
