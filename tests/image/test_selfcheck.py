@@ -3,6 +3,7 @@ the JSON report against the schema the image ships, the modes (warn, strict, off
 start and by hand, the time budget, and that Jupyter turns healthy whatever the mode."""
 
 import datetime
+import itertools
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -231,6 +232,36 @@ def test_benchmark_code_runs_on_the_cpu_at_a_small_size(warn_start: tuple[Tracke
     check, tf32_enabled_after = json.loads(output.strip().splitlines()[-1])
     assert check["id"] == "perf.matmul" and check["data"]["fp32_tflops"] > 0 and check["data"]["tf32_tflops"] > 0
     assert tf32_enabled_after is True  # the strict-FP32 measurement put TensorFlow's default back
+
+
+OVERFLOW = """
+import json
+from selfcheck.checks import l4_mixed_precision as l4, tfsupport
+tf = tfsupport.tf()
+tf.keras.utils.set_random_seed(1)
+tf.keras.mixed_precision.set_global_policy("mixed_float16")
+model = l4.build_model(tf)
+x = tf.random.uniform((32, 16))
+y = tf.fill((32, 1), 10.0)  # far off: float16 gradients overflow at the initial loss scale 2**15
+print(json.dumps(l4.custom_step(tf, model, x, y).to_json()))
+"""
+
+
+def test_custom_step_survives_a_float16_overflow(warn_start: tuple[TrackedContainer, Container]) -> None:
+    # Real TensorFlow: the dynamic loss scale must halve on an overflow, skip it, then train.
+    tracked, container = warn_start
+    code, output = tracked.exec(container, ["/opt/venv/bin/python", "-c", OVERFLOW], user="jovyan",
+                                environment={"PYTHONPATH": "/opt/tf29-env", "TF_CPP_MIN_LOG_LEVEL": "3"},
+                                stderr=False)
+    assert code == 0, output
+    check = json.loads(output.strip().splitlines()[-1])
+    steps = check["data"]["steps"]
+    assert check["status"] == "PASS", check
+    assert len(steps) > 1 and steps[0]["grads_finite"] is False and steps[-1]["grads_finite"] is True
+    for before, after in itertools.pairwise(steps):
+        assert after["loss_scale"] == before["loss_scale"] / 2
+        assert after["loss"] == before["loss"]  # the overflowed step was skipped: weights unchanged
+    assert "overflow step(s) that halved the scale" in check["what"]
 
 
 def test_json_flag_prints_the_report(warn_start: tuple[TrackedContainer, Container]) -> None:

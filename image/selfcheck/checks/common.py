@@ -10,6 +10,24 @@ NO_DRIVER_FIX = ("start the container with --gpus all (Compose: a 'driver: nvidi
                  "host with the NVIDIA driver and the NVIDIA Container Toolkit installed")
 
 
+LOCK_FILE = "/opt/tf29-env/requirements.lock"
+CPU_VARIANT = ("the cpu variant of this image (tensorflow-cpu) does not use GPUs: nothing to check here; "
+               "use the gpu variant on a GPU host")
+
+
+def variant(lock_file: str = LOCK_FILE) -> Optional[str]:
+    """'cpu' or 'gpu' from the image's lock file (the Dockerfile writes tensorflow-cpu== there for
+    the cpu variant); None outside the image (a bare GPU host running layers 1, 2 and 6)."""
+    try:
+        with open(lock_file) as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return None
+    if any(line.startswith("tensorflow-cpu==") for line in lines):
+        return "cpu"
+    return "gpu" if any(line.startswith("tensorflow==") for line in lines) else None
+
+
 def device_nodes() -> List[str]:
     """What the NVIDIA Container Toolkit (or WSL2's /dev/dxg) puts into a container with GPUs."""
     nodes = [p for p in ["/dev/nvidiactl", "/dev/dxg"] if os.path.exists(p)]

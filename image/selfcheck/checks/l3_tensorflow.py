@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from selfcheck.checks import tfsupport
-from selfcheck.checks.common import NO_DRIVER_FIX, device_nodes
-from selfcheck.model import FAIL, PASS, WARN, Check
+from selfcheck.checks.common import CPU_VARIANT, NO_DRIVER_FIX, device_nodes, variant
+from selfcheck.model import FAIL, PASS, SKIP, WARN, Check
 
 LAYER, NAME, TITLE, NEEDS_TF = 3, "tensorflow", "TensorFlow", True
 
@@ -15,7 +15,11 @@ LAYER, NAME, TITLE, NEEDS_TF = 3, "tensorflow", "TensorFlow", True
 def run() -> List[Check]:
     tf = tfsupport.tf()
     info = dict(tf.sysconfig.get_build_info())
-    checks = [version(tf.__version__), build(info)]
+    cpu_variant = variant() == "cpu"
+    checks = [version(tf.__version__), build(info, cpu_variant)]
+    if cpu_variant:
+        checks.append(Check("tf.gpus", SKIP, CPU_VARIANT))
+        return checks
     gpus = tfsupport.gpus()
     if not gpus:
         fix = NO_DRIVER_FIX if not device_nodes() else (
@@ -37,10 +41,12 @@ def version(text: str) -> Check:
                  {"version": text})
 
 
-def build(info: Dict[str, Any]) -> Check:
+def build(info: Dict[str, Any], cpu_variant: bool = False) -> Check:
     archs = list(info.get("cuda_compute_capabilities") or [])
     data = {"cuda_version": info.get("cuda_version"), "cudnn_version": info.get("cudnn_version"),
             "cuda_compute_capabilities": archs, "is_cuda_build": bool(info.get("is_cuda_build"))}
+    if not info.get("is_cuda_build") and cpu_variant:
+        return Check("tf.build", PASS, "CPU-only TensorFlow build, as the cpu variant has", None, data)
     if not info.get("is_cuda_build"):
         return Check("tf.build", WARN, "CPU-only TensorFlow build: the GPU layers do not apply",
                      "use the gpu variant of the image for GPUs", data)

@@ -8,8 +8,8 @@ import resource
 from typing import List
 
 from selfcheck import decide
-from selfcheck.checks.common import NO_DRIVER_FIX, device_nodes
-from selfcheck.model import PASS, WARN, Check
+from selfcheck.checks.common import CPU_VARIANT, NO_DRIVER_FIX, device_nodes, variant
+from selfcheck.model import PASS, SKIP, WARN, Check
 
 LAYER, NAME, TITLE, NEEDS_TF = 6, "environment", "Container environment", False
 
@@ -27,6 +27,8 @@ def runtime_applied() -> Check:
     nodes = device_nodes()
     data = {"NVIDIA_VISIBLE_DEVICES": visible, "device_nodes": nodes,
             "proc_driver": os.path.isdir("/proc/driver/nvidia")}
+    if variant() == "cpu":
+        return Check("env.nvidia_runtime", SKIP, CPU_VARIANT, None, data)
     if nodes:
         return Check("env.nvidia_runtime", PASS, f"NVIDIA runtime applied: {len(nodes)} device node(s)", None, data)
     if visible in (None, "", "void", "none"):
