@@ -1,14 +1,16 @@
 """`build.py push` against a real registry (Debian's docker-registry on 127.0.0.1): every tag
 pushed, digests reported, and the image pulled back by digest is the one that was built."""
 
+import http.server
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
 import requests
 from docker import DockerClient
 
-from tests.build.conftest import REPOSITORY, build_py
+from tests.build.conftest import REPOSITORY, build_py, untag_repository
 from tf29env import engine
 
 
@@ -53,3 +55,38 @@ def test_unreachable_registry(built: dict[str, dict[str, Any]], closed_port: int
     assert run.code == 6
     assert run.stderr == (f"error: registry 127.0.0.1:{closed_port} is unreachable (Connection refused); "
                           "nothing was pushed\n")
+
+
+class Unavailable(http.server.BaseHTTPRequestHandler):
+    """A registry that is down for maintenance: 503 to everything, as a proxy in front of one says."""
+
+    def do_GET(self) -> None:
+        self.send_response(503)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_HEAD = do_POST = do_PUT = do_GET
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_transient_failures_are_retried_then_reported(built: dict[str, dict[str, Any]], output_dir: Path,
+                                                      docker_client: DockerClient) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Unavailable)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    registry = f"127.0.0.1:{server.server_address[1]}"
+    try:
+        run = build_py("push", "--registry", registry, "--variant", "cpu", "--output-dir", str(output_dir),
+                       "--retries", "2")
+    finally:
+        server.shutdown()
+        server.server_close()
+        untag_repository(docker_client, f"{registry}/{REPOSITORY}")
+    assert run.code == 6
+    assert "Traceback" not in run.stderr
+    assert run.stdout.count("retrying in") == 2, run.stdout
+    assert "(attempt 3 of 3)" in run.stdout
+    last = run.stderr.strip().splitlines()
+    assert len(last) == 1 and last[0].startswith(f"error: push of {registry}/{REPOSITORY}:") and "503" in last[0]
