@@ -113,3 +113,15 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], env: dict[str, str], 
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.splitlines() == [line]
+
+
+def test_variant_from_the_lock_file_the_dockerfile_writes(tmp_path: Path) -> None:
+    from selfcheck.checks.common import variant  # type: ignore[import-not-found]  # noqa: PLC0415
+
+    requirements = (IMAGE_DIR.parent / "requirements.txt").read_text()
+    gpu_lock, cpu_lock = tmp_path / "gpu.lock", tmp_path / "cpu.lock"
+    gpu_lock.write_text(requirements)  # the gpu variant copies requirements.txt
+    # The cpu variant: the Dockerfile's sed 's/^tensorflow==/tensorflow-cpu==/'.
+    cpu_lock.write_text("\n".join("tensorflow-cpu==" + line[len("tensorflow=="):] if line.startswith("tensorflow==")
+                                  else line for line in requirements.splitlines()))
+    assert (variant(str(gpu_lock)), variant(str(cpu_lock)), variant(str(tmp_path / "none"))) == ("gpu", "cpu", None)
