@@ -57,13 +57,17 @@ def resolve_base(client: DockerClient, request: BuildRequest, log: Log) -> str:
     base = request.base or request.variant.default_base
     if base in (standin.OS_IMAGE, standin.CUDA_IMAGE):
         return standin.ensure(client, log, cuda=base == standin.CUDA_IMAGE)
-    tags.split_reference(base, "--base")
-    if not engine.image_exists(client, base) or request.pull:
-        log(f"pulling base image {base}")
+    repository, tag = tags.split_reference(base, "--base")
+    local = engine.image_exists(client, base)
+    if not local or request.pull:
+        log(f"==> pulling base image {base}")
         try:
-            client.images.pull(base)
+            client.images.pull(repository, tag=tag)  # without a tag, the SDK pulls every tag
         except docker.errors.DockerException as exc:
             reason = str(getattr(exc, "explanation", "") or exc).splitlines()[0]
+            if local:
+                raise UserError(f"--pull: cannot pull a newer {base} ({reason}); without --pull the local one is used")\
+                    from None
             raise UserError(
                 f"base image {base} is not on this engine and cannot be pulled ({reason}); "
                 "`--base standin` builds on a local stand-in base instead",
@@ -114,7 +118,8 @@ def build(client: DockerClient, request: BuildRequest, log: Log) -> BuildResult:
                                             pull=pull, cache_from=request.cache_from)
 
         log(f"==> building the {request.variant.name} variant on {base}")
-        first = run({**buildargs, "REVISION": meta.revision, "CREATED": meta.created}, request.nocache, request.pull)
+        # --pull was done by resolve_base: the builder's own pull would fail on a local-only base.
+        first = run({**buildargs, "REVISION": meta.revision, "CREATED": meta.created}, request.nocache, False)
         log("==> reading what the image holds (TensorFlow, Python, OS, CUDA, cuDNN)")
         facts = probe(client, first)
         if facts.variant != request.variant.name:

@@ -14,7 +14,7 @@ from pathlib import Path
 from docker import DockerClient
 
 from tf29env import context, engine, imagebuild
-from tf29env.errors import UserError
+from tf29env.errors import EXIT_BUILD, UserError
 from tf29env.paths import REPO, cache_dir
 
 OS_IMAGE = "tf29-env-standin:bullseye"
@@ -152,4 +152,4 @@ def run(argv: list[str]) -> None:
     proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise UserError(f"{Path(argv[0]).name} failed (exit {proc.returncode}): {tail[0]}", 4)
+        raise UserError(f"{Path(argv[0]).name} failed (exit {proc.returncode}): {tail[0]}", EXIT_BUILD)
