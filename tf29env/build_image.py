@@ -112,14 +112,15 @@ def build(client: DockerClient, request: BuildRequest, log: Log) -> BuildResult:
     with tempfile.TemporaryFile(dir=cache_dir()) as fileobj:
         context.write(fileobj, ca_certs)
 
-        def run(args: dict[str, str], nocache: bool, pull: bool) -> str:
+        def run(args: dict[str, str], nocache: bool, pull: bool, cache_from: list[str]) -> str:
             fileobj.seek(0)
             return imagebuild.build_context(client, fileobj, tag=None, buildargs=args, log=log, nocache=nocache,
-                                            pull=pull, cache_from=request.cache_from)
+                                            pull=pull, cache_from=cache_from)
 
         log(f"==> building the {request.variant.name} variant on {base}")
         # --pull was done by resolve_base: the builder's own pull would fail on a local-only base.
-        first = run({**buildargs, "REVISION": meta.revision, "CREATED": meta.created}, request.nocache, False)
+        first = run({**buildargs, "REVISION": meta.revision, "CREATED": meta.created}, request.nocache, False,
+                    request.cache_from)
         log("==> reading what the image holds (TensorFlow, Python, OS, CUDA, cuDNN)")
         facts = probe(client, first)
         if facts.variant != request.variant.name:
@@ -127,7 +128,10 @@ def build(client: DockerClient, request: BuildRequest, log: Log) -> BuildResult:
                             f"{'a CUDA' if facts.tf_cuda_build else 'a CPU-only'} build", EXIT_BUILD)
         version = tags.full_tag(facts)
         log(f"==> labelling it as {version}")
-        final = run({**buildargs, **labels.buildargs(labels.expected(facts, meta, version))}, False, False)
+        # With --cache-from the classic builder looks nowhere else for cache, so the first pass is
+        # named as a source too: otherwise the second pass would rebuild every layer.
+        final = run({**buildargs, **labels.buildargs(labels.expected(facts, meta, version))}, False, False,
+                    [*request.cache_from, first] if request.cache_from else [])
     image = request.tag or f"{request.repository}:{version}"
     engine.tag(client, final, image)
     if first != final:
