@@ -12,14 +12,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+import docker.errors
 from docker import DockerClient
 
 from bench import builds, contexts, incontainer, machine, report, sizes, slim, startup
 from bench.errors import BenchError
 from bench.stats import ratio, summarize
 from tests.helpers.ssh import make_keypair
-from tf29env import context, engine
-from tf29env.errors import UserError
+from tf29env import context, engine, tags
+from tf29env.errors import EXIT_ENGINE, UserError
 from tf29env.paths import REPO
 from tf29env.variants import VARIANTS, Variant, standin_base
 
@@ -31,7 +32,7 @@ SCRIPT_CASES = ("entrypoint", "selfcheck")
 
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        raise BenchError(f"bench: {message} (see python -m bench --help)")
+        raise BenchError(f"{message} (see python -m bench --help)")
 
 
 def positive(text: str) -> int:
@@ -61,9 +62,18 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--keep-images", action="store_true", help=f"keep the {TAG_PREFIX}* images afterwards")
     args = parser.parse_args(argv)
     if args.image and args.variant:
-        raise BenchError("bench: --image and --variant: the image's label names its variant; give one of them")
+        raise BenchError("--image and --variant: the image's label names its variant; give one of them")
     if args.image and args.slim:
-        raise BenchError("bench: --slim builds from this checkout and cannot measure --image")
+        raise BenchError("--slim builds from this checkout and cannot measure --image")
+    if args.image:
+        tags.split_reference(args.image, "--image")
+    if args.output.suffix != ".json":
+        raise BenchError(f"--output {args.output}: name a .json file (the Markdown goes beside it as .md)")
+    try:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.with_suffix(".log").touch()
+    except OSError as exc:
+        raise BenchError(f"--output {args.output}: cannot write there ({exc.strerror})") from None
     args.variant = args.variant or ["cpu", "gpu"]
     if args.ca_cert is None:
         args.ca_cert = [HOST_CA_DIR] if any(HOST_CA_DIR.glob("*.crt")) else []
@@ -144,7 +154,6 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
                                 "variants": {}}
     names = [variant_of(client, args.image)] if args.image else args.variant
     log_path = args.output.with_suffix(".log")
-    log_path.parent.mkdir(parents=True, exist_ok=True)
     tagged: list[str] = []
     started = time.monotonic()
     with log_path.open("w") as log_file, tempfile.TemporaryDirectory() as keys:
@@ -192,9 +201,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     try:
         return run(parse(arguments), arguments)
-    except (BenchError, UserError) as exc:
-        print(str(exc).splitlines()[0] if isinstance(exc, BenchError) else f"bench: {exc}", file=sys.stderr)
-        return exc.exit_code if isinstance(exc, UserError) else 2
+    except BenchError as exc:
+        print(f"bench: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
+    except UserError as exc:  # tf29env's: a failed build step keeps its last lines
+        print(f"bench: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except docker.errors.DockerException as exc:
+        reason = str(getattr(exc, "explanation", "") or exc).splitlines()[0]
+        print(f"bench: the Docker engine refused: {reason}", file=sys.stderr)
+        return EXIT_ENGINE
     except KeyboardInterrupt:
         print("bench: interrupted", file=sys.stderr)
         return 130

@@ -65,7 +65,9 @@ def slim_cell(result: dict[str, Any]) -> str:
     if not slim:
         return "-"
     checks = ", ".join(f"{check['name']} exit {check['exit']}" for check in slim["checks"])
-    return f"{size_cell(slim['ours_bytes'])} (saves {size_cell(slim['saved_bytes'])}; {checks})"
+    same = slim["selfcheck_statuses"] == dig(result, "selfcheck", "statuses")
+    return (f"{size_cell(slim['ours_bytes'])} (saves {size_cell(slim['saved_bytes'])}; {checks}; "
+            f"self-check verdicts {'as' if same else 'DIFFERENT from'} the image's)")
 
 
 ROWS: list[tuple[str, Cell]] = [
