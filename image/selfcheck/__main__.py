@@ -1,12 +1,20 @@
 """`python -m selfcheck`: see selfcheck.cli. Problems end in one line, never a traceback."""
 
 import os
+import signal
 import sys
+from typing import Any
 
 from selfcheck.cli import main
 
 
+def stop(signum: int, _frame: Any) -> None:
+    # docker stop: unwind, so that the runner kills its child (in a session of its own) on the way out.
+    raise SystemExit(128 + signum)
+
+
 def run() -> int:
+    signal.signal(signal.SIGTERM, stop)
     try:
         return main()
     except KeyboardInterrupt:

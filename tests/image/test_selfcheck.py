@@ -310,6 +310,30 @@ def test_a_layer_over_the_time_limit_is_stopped_and_reported(warn_start: tuple[T
     assert "selfcheck.worker" not in processes
 
 
+def processes(tracked: TrackedContainer, container: Container) -> list[tuple[int, str]]:
+    code, output = tracked.exec(container, ["ps", "-eo", "pid=,args="])
+    assert code == 0
+    return [(int(pid), args) for pid, _, args in (line.strip().partition(" ") for line in output.splitlines())]
+
+
+def test_sigterm_stops_the_check_and_its_tensorflow_child(warn_start: tuple[TrackedContainer, Container]) -> None:
+    tracked, container = warn_start
+    container.exec_run(["selfcheck", "--output", scratch("term")], user="jovyan", detach=True)
+
+    def worker_running() -> list[tuple[int, str]]:
+        return [p for p in processes(tracked, container) if "selfcheck.worker 3 4 5" in p[1]]
+
+    wait_until(worker_running, timeout=20, what="the TensorFlow layers' child")
+    command = f"-m selfcheck --output {scratch('term')}"
+    parents = [pid for pid, args in processes(tracked, container) if args.endswith(command)]
+    assert len(parents) == 1, processes(tracked, container)
+    code, _ = tracked.exec(container, ["kill", "-TERM", str(parents[0])], user="jovyan")
+    assert code == 0
+    # At once: not when the orphaned child would have died writing its next result (seconds later).
+    wait_until(lambda: not any("selfcheck" in args for _, args in processes(tracked, container)), timeout=1.5,
+               interval=0.1, what="no selfcheck process left")
+
+
 def test_strict_start_without_gpu_stops_the_container_with_3(tracked: TrackedContainer) -> None:
     container = tracked.run(environment={"SELF_CHECK": "strict"})
     assert tracked.wait_exit(container, timeout=90) == 3
