@@ -1,5 +1,5 @@
 """`python -m bench [--variant cpu|gpu ...] [--runs N] [--skip-cold] [--skip-builds] [--image REF]
-[--slim] [--output PATH] [--keep-images]`: measure, print the table, write JSON and Markdown.
+[--slim VARIANT ...] [--output PATH] [--keep-images]`: measure, print the table, write JSON and Markdown.
 
 Without --image each variant is built on its stand-in base as tf29-env:bench-VARIANT (removed at
 the end unless --keep-images). Every failure is one line on stderr and a non-zero exit."""
@@ -53,8 +53,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="no builds at all: measure tf29-env:bench-VARIANT as it is (or --image)")
     parser.add_argument("--image", help="measure this image (built by build.py) instead of building; one variant, "
                                         "read from its io.tf29-env.variant label")
-    parser.add_argument("--slim", action="store_true",
-                        help="also build the Dockerfile with tests folders and TF headers removed, and compare")
+    parser.add_argument("--slim", action="append", choices=sorted(VARIANTS), default=[], metavar="VARIANT",
+                        help="for this variant (repeatable), also build the Dockerfile with the tests folders and "
+                             "TF headers removed, and compare (a pip layer build: minutes)")
     parser.add_argument("--ca-cert", action="append", type=Path, metavar="PATH",
                         help=f"extra CA certificates for the builds (default: {HOST_CA_DIR} when it holds *.crt)")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT,
@@ -177,7 +178,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
                 size = sizes.measure(client, image)
                 result["size"] = size.to_json()
                 result.update(measure_runs(client, image, args.runs, public_key))
-                if args.slim:
+                if name in args.slim:
                     say(f"{name}: the slim Dockerfile (pip layer rebuilt; minutes)")
                     tagged.append(f"{slim.SLIM_TAG_PREFIX}{name}")
                     result["slim"] = slim.measure(client, contexts.standard(context.ca_files(args.ca_cert)),

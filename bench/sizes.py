@@ -21,6 +21,7 @@ WEIGHT = {
     "tests folders in site-packages": f"find {SP} -type d -name tests -prune -print0",
     "TensorFlow C++ headers (tensorflow/include)": f"find {SP}/tensorflow -maxdepth 1 -name include -print0",
     "static libraries (*.a) in /opt/venv": "find /opt/venv -name '*.a' -print0",
+    "apt caches (/var/cache/apt)": "find /var/cache/apt -maxdepth 0 -print0",
     "pip caches (/root/.cache, venv share/python-wheels)":
         "find /root/.cache /opt/venv/share/python-wheels -maxdepth 0 -print0",
     "the project's own files (/opt/tf29-env)": "find /opt/tf29-env -maxdepth 0 -print0",

@@ -1,10 +1,13 @@
-"""The size experiment (--slim): the Dockerfile with the venv's dead weight removed in the pip layer,
-built under the bench's own tag, measured, and checked with `pip check` and the imports.
+"""The size experiment (--slim VARIANT): the Dockerfile with dead weight removed from our layers,
+built under the bench's own tag, measured, and checked with `pip check`, the imports and the self-check.
 
-What goes: the `tests` folders inside site-packages (pandas, numpy, matplotlib, ... ship their test
-suites; nothing imports them at run time) and TensorFlow's C++ headers (tensorflow/include, needed
-only to compile custom ops). The removal runs before the Dockerfile's own `pip check` and import
-line, so the build itself proves that both still work."""
+What goes: apt's download cache and package caches in the apt layer (/var/cache/apt: the .debs and
+pkgcache.bin / srcpkgcache.bin; Docker's official Debian and Ubuntu images drop them through
+/etc/apt/apt.conf.d/docker-clean, a debootstrapped base such as the stand-in keeps them); the
+`tests` folders inside site-packages (pandas, numpy, matplotlib, ... ship their test suites;
+nothing imports them at run time); TensorFlow's C++ headers (tensorflow/include, needed only to
+compile custom ops). The pip-layer removal runs before the Dockerfile's own `pip check` and
+import line, so the build itself proves that both still work."""
 
 from collections.abc import Callable
 from typing import Any
@@ -18,8 +21,11 @@ from tf29env.variants import Variant
 
 SLIM_TAG_PREFIX = "tf29-env:bench-slim-"
 # The du figures (bench.sizes.WEIGHT) of what the slim Dockerfile removes: the expected saving.
-SLIM_WEIGHTS = ("tests folders in site-packages", "TensorFlow C++ headers (tensorflow/include)")
+SLIM_WEIGHTS = ("apt caches (/var/cache/apt)", "tests folders in site-packages",
+                "TensorFlow C++ headers (tensorflow/include)")
 
+APT_ANCHOR = " && rm -rf /var/lib/apt/lists/* "
+APT_LINE = " && apt-get clean && rm -f /var/cache/apt/*.bin \\\n"
 ANCHOR = " && pip check \\\n"
 SLIM_LINES = (
     ' && find "${VIRTUAL_ENV}/lib" -type d -name tests -path "*/site-packages/*" -prune -exec rm -rf {} + \\\n',
@@ -33,10 +39,11 @@ CHECKS = {
 
 
 def slim_dockerfile(text: str) -> str:
-    """The Dockerfile with SLIM_LINES inserted before the pip layer's `pip check`."""
-    if text.count(ANCHOR) != 1:
-        raise ValueError(f"the Dockerfile has {text.count(ANCHOR)} '{ANCHOR.strip()}' lines, expected exactly one")
-    return text.replace(ANCHOR, "".join(SLIM_LINES) + ANCHOR)
+    """The Dockerfile with APT_LINE before the apt layer's cleanup and SLIM_LINES before `pip check`."""
+    for anchor in (APT_ANCHOR, ANCHOR):
+        if text.count(anchor) != 1:
+            raise ValueError(f"the Dockerfile has {text.count(anchor)} '{anchor.strip()}' lines, expected exactly one")
+    return text.replace(APT_ANCHOR, APT_LINE + APT_ANCHOR).replace(ANCHOR, "".join(SLIM_LINES) + ANCHOR)
 
 
 def measure(client: DockerClient, original: bytes, base: str, variant: Variant, reference: ImageSize,

@@ -64,14 +64,17 @@ def test_slim_dockerfile_removes_before_the_builds_own_checks() -> None:
     # The removal sits between the pip install and `pip check` + the import line of the same RUN.
     install = slimmed.index("-r /opt/tf29-env/requirements.lock")
     assert install < slimmed.index("-name tests") < slimmed.index(" && pip check") < slimmed.index("import tensorflow")
-    assert slimmed.replace("".join(slim.SLIM_LINES), "") == text
+    # apt's caches go in the apt layer, before its own cleanup line.
+    apt_install, apt_lists = slimmed.index("apt-get install"), slimmed.index("rm -rf /var/lib/apt/lists")
+    assert apt_install < slimmed.index("apt-get clean") < apt_lists
+    assert slimmed.replace("".join(slim.SLIM_LINES), "").replace(slim.APT_LINE, "") == text
 
 
 def test_slim_dockerfile_needs_exactly_one_anchor() -> None:
     with pytest.raises(ValueError, match="expected exactly one"):
         slim.slim_dockerfile("FROM scratch\n")
     with pytest.raises(ValueError, match="has 2"):
-        slim.slim_dockerfile(slim.ANCHOR * 2)
+        slim.slim_dockerfile(slim.APT_ANCHOR + slim.ANCHOR * 2)
 
 
 def test_the_first_pass_marker_is_a_line_build_py_logs() -> None:

@@ -1,7 +1,7 @@
 """bench.sizes / bench.incontainer parsing, bench.targets and bench.report, on recorded output.
 
-DU_OUTPUT is what bench.sizes.du_script() printed in tf29-env:bench-ref-cpu (the cpu variant of
-commit 2d8c99c's tree on tf29-env-standin:bullseye) on 2026-12-02. SELFCHECK_JSON is `selfcheck
+DU_OUTPUT is what bench.sizes.du_script() printed in tf29-env:bench-cpu (sha256:bdc4b3f3b7e4, the
+cpu variant of commit 484b31c's tree on tf29-env-standin:bullseye) on 2026-12-02. SELFCHECK_JSON is `selfcheck
 --json` in the same image on the same day (2 cores, no GPU), its checks cut to one per layer."""
 
 import json
@@ -16,8 +16,9 @@ DU_OUTPUT = """106470709\tbytecode: __pycache__ in /opt/venv
 41632690\ttests folders in site-packages
 99351258\tTensorFlow C++ headers (tensorflow/include)
 748902\tstatic libraries (*.a) in /opt/venv
+101187532\tapt caches (/var/cache/apt)
 0\tpip caches (/root/.cache, venv share/python-wheels)
-11467154\tthe project's own files (/opt/tf29-env)
+11470837\tthe project's own files (/opt/tf29-env)
 """
 
 LAYERS = [(1, "driver", "FAIL", 0.018), (2, "cuda_libs", "FAIL", 0.002), (3, "tensorflow", "FAIL", 6.616),
