@@ -116,7 +116,7 @@ def test_bad_input_is_one_line_and_exit_2(args: list[str], env: dict[str, str], 
 
 
 def test_variant_from_the_lock_file_the_dockerfile_writes(tmp_path: Path) -> None:
-    from selfcheck.checks.common import variant  # type: ignore[import-not-found]  # noqa: PLC0415
+    from selfcheck.checks.common import variant  # noqa: PLC0415
 
     requirements = (IMAGE_DIR.parent / "requirements.txt").read_text()
     gpu_lock, cpu_lock = tmp_path / "gpu.lock", tmp_path / "cpu.lock"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 # image/ is on sys.path through tests/unit/conftest.py; mypy does not know it (see docs/selfcheck.md).
-from selfcheck import decide  # type: ignore[import-not-found]
-from selfcheck.model import FAIL, PASS, WARN  # type: ignore[import-not-found]
+from selfcheck import decide
+from selfcheck.model import FAIL, PASS, WARN
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "selfcheck"
 RUNTIME_TF = (11, 2, 2)  # nvidia/cuda:11.2.2-cudnn8-runtime, the image's real base

@@ -9,8 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from selfcheck import runner  # type: ignore[import-not-found]
-from selfcheck.checks import LAYERS, LayerInfo  # type: ignore[import-not-found]
+from selfcheck import runner
+from selfcheck.checks import LAYERS, LayerInfo
 
 IMAGE_DIR = Path(__file__).resolve().parents[2] / "image"
 
