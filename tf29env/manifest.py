@@ -32,6 +32,12 @@ class Manifest:
     selfcheck_exit: int
     selfcheck_output: list[str] = field(default_factory=list)
 
+    @property
+    def selfcheck_summary(self) -> str:
+        """The self-check's own tally line (`N PASS, N WARN, N FAIL ...`), else its last line."""
+        tallies = [line for line in self.selfcheck_output if " PASS, " in line and " FAIL" in line]
+        return (tallies or self.selfcheck_output or ["(no output)"])[-1]
+
 
 def collect(client: DockerClient, *, image: str, refs: list[str], facts: dict[str, Any],
             build_inputs: dict[str, str]) -> tuple[Manifest, dict[str, Any]]:
@@ -54,7 +60,8 @@ def collect(client: DockerClient, *, image: str, refs: list[str], facts: dict[st
 
 
 def to_json(manifest: Manifest) -> str:
-    return json.dumps(asdict(manifest), indent=2, sort_keys=True) + "\n"
+    return json.dumps({**asdict(manifest), "selfcheck_summary": manifest.selfcheck_summary}, indent=2,
+                      sort_keys=True) + "\n"
 
 
 def human_size(size: int) -> str:
@@ -83,7 +90,7 @@ def to_markdown(manifest: Manifest) -> str:
         *[f"| `{name}` | `{value}` |" for name, value in sorted(manifest.labels.items())],
         "", "## Build inputs", "",
         *([f"- {name}: `{value}`" for name, value in sorted(manifest.build_inputs.items())] or ["- (defaults)"]),
-        "", f"## Self-check (CPU run, exit {manifest.selfcheck_exit})", "", "```",
+        "", f"## Self-check (CPU run, exit {manifest.selfcheck_exit})", "", manifest.selfcheck_summary, "", "```",
         *manifest.selfcheck_output, "```",
         "", f"## pip freeze ({len(manifest.pip_freeze)} packages)", "", "```", *manifest.pip_freeze, "```",
         "", f"## dpkg ({len(manifest.dpkg)} packages)", "", "| package | version |", "|---|---|",

@@ -1,5 +1,6 @@
-"""`build.py test`'s first check: every tag of the image claims only what the image holds, and its
-labels agree with what it holds (both read again from a fresh container, not from the build)."""
+"""`build.py test`'s first check: every tag of the image claims only what the image holds, its
+labels agree with what it holds (both read again from a fresh container, not from the build), and
+its Python packages' requirements are met (`pip check`)."""
 
 from collections.abc import Callable
 
@@ -18,6 +19,9 @@ def verify(client: DockerClient, image: str, log: Log) -> list[str]:
     facts = probe(client, image)
     image_labels = dict(attrs["Config"].get("Labels") or {})
     problems = labels.facts_problems(facts, image_labels)
+    status, output = engine.run_command(client, image, [engine.IMAGE_PYTHON, "-m", "pip", "check"])
+    if status != 0:
+        problems.append(f"pip check: {' | '.join(output.strip().splitlines()[-3:])}")
     checked = []
     for ref in attrs.get("RepoTags") or []:
         claim = tags.check(ref.rsplit(":", 1)[1], facts, image_labels)
