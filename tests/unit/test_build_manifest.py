@@ -14,7 +14,7 @@ SAMPLE = manifest.Manifest(
     facts=GPU_STANDIN.to_dict(), build_inputs={"apt_mirror": "http://mirror.example/debian"},
     pip_freeze=["numpy==1.23.5", "tensorflow==2.9.3"], dpkg=[{"name": "openssh-server", "version": "1:8.4p1-5"}],
     selfcheck_exit=0,
-    # Lines as the self-check printed them in a cpu-variant container (tf29-env-i4:latest-cpu's manifest.json, 2026-12-02).
+    # Lines the self-check printed in a cpu-variant container (tf29-env-i4:latest-cpu, 2026-12-02).
     selfcheck_output=["selfcheck: [3 tensorflow] PASS tf.version: TensorFlow 2.9.3",
                       "selfcheck: 9 PASS, 1 WARN, 0 FAIL, 5 SKIP in 6.2 s; GPU visible: no",
                       "selfcheck: report: /run/tf29-env/selfcheck.json"],
