@@ -33,7 +33,18 @@ class ColdBuild:
     tool_s: float  # all of build(): first pass, the facts probe, the cached labelling pass
 
 
+def previous_id(client: DockerClient, tag: str) -> str:
+    return str(engine.inspect(client, tag)["Id"]) if engine.image_exists(client, tag) else ""
+
+
+def drop_replaced(client: DockerClient, old_id: str, new_id: str) -> None:
+    """build() moves the tag to a new image (its created label differs): the old one is ours to remove."""
+    if old_id and old_id != new_id:
+        engine.remove_dangling(client, old_id)
+
+
 def cold(client: DockerClient, variant: Variant, ca_certs: list[Path], tag: str, log: Log) -> ColdBuild:
+    old_id = previous_id(client, tag)
     marks: list[float] = []
 
     def timed_log(line: str) -> None:
@@ -45,14 +56,18 @@ def cold(client: DockerClient, variant: Variant, ca_certs: list[Path], tag: str,
     start = time.monotonic()
     result = build(client, request, timed_log)
     end = time.monotonic()
+    drop_replaced(client, old_id, result.image_id)
     return ColdBuild(result, (marks[0] if marks else end) - start, end - start)
 
 
 def tool_rebuild(client: DockerClient, variant: Variant, ca_certs: list[Path], tag: str, log: Log) -> float:
     """build.py's whole build with nothing changed: its fixed cost (cache hits, probe, labels)."""
+    old_id = previous_id(client, tag)
     start = time.monotonic()
-    build(client, BuildRequest(variant=variant, base="standin", tag=tag, ca_certs=ca_certs), log)
-    return time.monotonic() - start
+    result = build(client, BuildRequest(variant=variant, base="standin", tag=tag, ca_certs=ca_certs), log)
+    seconds = time.monotonic() - start
+    drop_replaced(client, old_id, result.image_id)
+    return seconds
 
 
 def single_pass(client: DockerClient, tar: bytes, base: str, variant: Variant, log: Log,

@@ -88,7 +88,7 @@ ROWS: list[tuple[str, Cell]] = [
     ("import tensorflow, fresh container (cold)", lambda r: seconds(dig(r, "import_tensorflow", "cold_s"))),
     ("import tensorflow, same container again (warm)", lambda r: seconds(dig(r, "import_tensorflow", "warm_s"))),
     ("python -c 'import tensorflow' exec, cold", lambda r: seconds(dig(r, "import_tensorflow", "cold_wall_s"))),
-    ("--slim: our layers without tests folders, TF headers", slim_cell),
+    ("--slim: our layers without apt caches, tests folders, TF headers", slim_cell),
     ("--slim: import tensorflow, bytecode deleted (cold)",
      lambda r: plain_seconds(dig(r, "slim", "reference_import_without_bytecode_s"))),
 ]

@@ -51,7 +51,9 @@ def measure(client: DockerClient, original: bytes, base: str, variant: Variant, 
     """Build the slim Dockerfile under SLIM_TAG; its size against `reference` and its checks."""
     tag = f"{SLIM_TAG_PREFIX}{variant.name}"
     tar = contexts.replace_member(original, "Dockerfile", lambda data: slim_dockerfile(data.decode()).encode())
-    _, seconds = builds.single_pass(client, tar, base, variant, log, tag=tag)
+    old_id = builds.previous_id(client, tag)
+    image_id, seconds = builds.single_pass(client, tar, base, variant, log, tag=tag)
+    builds.drop_replaced(client, old_id, image_id)
     split = layers.split(client.api.history(tag), str(engine.inspect(client, base)["Id"]),
                          len(client.api.history(base)))
     checks = []
