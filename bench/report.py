@@ -66,8 +66,8 @@ def slim_cell(result: dict[str, Any]) -> str:
         return "-"
     checks = ", ".join(f"{check['name']} exit {check['exit']}" for check in slim["checks"])
     same = slim["selfcheck_statuses"] == dig(result, "selfcheck", "statuses")
-    return (f"{size_cell(slim['ours_bytes'])} (saves {size_cell(slim['saved_bytes'])}; {checks}; "
-            f"self-check verdicts {'as' if same else 'DIFFERENT from'} the image's)")
+    return (f"{size_cell(slim['ours_bytes'])} (-{size_cell(slim['saved_bytes'])}; {checks}; "
+            f"self-check {'same' if same else 'DIFFERENT'})")
 
 
 ROWS: list[tuple[str, Cell]] = [

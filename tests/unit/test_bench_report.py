@@ -59,6 +59,9 @@ def document(jupyter: float = 3.96, warm: float = 4.0) -> dict[str, Any]:
             "selfcheck": {"wall_s": summary(8.9, 8.5, 9.8), "report_s": summary(8.6, 8.2, 9.5),
                           "layers": {f"{n} {name}": summary(s, s, s) for n, name, _, s in LAYERS},
                           "statuses": {f"{n} {name}": status for n, name, status, _ in LAYERS}},
+            "slim": {"ours_bytes": 1360570180, "saved_bytes": 235417048,
+                     "checks": [{"name": "pip check", "exit": 0}, {"name": "imports", "exit": 1}],
+                     "selfcheck_statuses": {f"{n} {name}": status for n, name, status, _ in LAYERS}},
         }},
     }
 
@@ -121,4 +124,6 @@ def test_markdown_table() -> None:
     assert row["warm rebuild, requirements.txt changed"] == "120.00 s; 85.7% of cold"
     assert row["- layer 3 tensorflow"] == "6.62 s (6.62-6.62, n=3) FAIL"
     assert row["import tensorflow, fresh container (cold)"] == "-"  # not in this document
+    assert row["--slim: our layers without apt caches, tests folders, TF headers"] == (
+        "1297.5 MiB (-224.5 MiB; pip check exit 0, imports exit 1; self-check same)")
     assert "| tests folders in site-packages" in text and "39.7 MiB" in text
