@@ -45,21 +45,21 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = Parser(prog="python -m bench", description="Benchmark the tf29-env image (see bench/README.md).")
     parser.add_argument("--variant", action="append", choices=sorted(VARIANTS),
                         help="variant to measure, repeatable (default: cpu and gpu, on their stand-in bases)")
-    parser.add_argument("--runs", type=positive, default=3,
+    parser.add_argument("--runs", type=positive, default=3, metavar="N",
                         help="runs per timing: start-up, self-check, import, script-only rebuilds (default 3)")
     parser.add_argument("--skip-cold", action="store_true",
                         help="no cold (no-cache) build: the warm rebuilds start from the engine's cache")
     parser.add_argument("--skip-builds", action="store_true",
                         help="no builds at all: measure tf29-env:bench-VARIANT as it is (or --image)")
-    parser.add_argument("--image", help="measure this image (built by build.py) instead of building; one variant, "
+    parser.add_argument("--image", metavar="REF", help="measure this image (built by build.py) instead of building; one variant, "
                                         "read from its io.tf29-env.variant label")
     parser.add_argument("--slim", action="append", choices=sorted(VARIANTS), default=[], metavar="VARIANT",
-                        help="for this variant (repeatable), also build the Dockerfile with the tests folders and "
-                             "TF headers removed, and compare (a pip layer build: minutes)")
+                        help="for this variant (repeatable), also build the Dockerfile without apt caches, tests "
+                             "folders and TF headers, and compare (a whole build: minutes)")
     parser.add_argument("--ca-cert", action="append", type=Path, metavar="PATH",
                         help=f"extra CA certificates for the builds (default: {HOST_CA_DIR} when it holds *.crt)")
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT,
-                        help=f"JSON results; the Markdown goes beside it as .md (default: {DEFAULT_OUTPUT})")
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, metavar="PATH",
+                        help=f"JSON results; the Markdown goes beside it as .md (default: {DEFAULT_OUTPUT.relative_to(REPO)})")
     parser.add_argument("--keep-images", action="store_true", help=f"keep the {TAG_PREFIX}* images afterwards")
     args = parser.parse_args(argv)
     if args.image and args.variant:
@@ -179,7 +179,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
                 result["size"] = size.to_json()
                 result.update(measure_runs(client, image, args.runs, public_key))
                 if name in args.slim:
-                    say(f"{name}: the slim Dockerfile (pip layer rebuilt; minutes)")
+                    say(f"{name}: the slim Dockerfile (a whole build: minutes)")
                     tagged.append(f"{slim.SLIM_TAG_PREFIX}{name}")
                     result["slim"] = slim.measure(client, contexts.standard(context.ca_files(args.ca_cert)),
                                                   standin_base(variant), variant, size, log)
