@@ -51,15 +51,17 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="no cold (no-cache) build: the warm rebuilds start from the engine's cache")
     parser.add_argument("--skip-builds", action="store_true",
                         help="no builds at all: measure tf29-env:bench-VARIANT as it is (or --image)")
-    parser.add_argument("--image", metavar="REF", help="measure this image (built by build.py) instead of building; one variant, "
-                                        "read from its io.tf29-env.variant label")
+    parser.add_argument("--image", metavar="REF",
+                        help="measure this image (built by build.py) instead of building; one variant, read from its "
+                             "io.tf29-env.variant label")
     parser.add_argument("--slim", action="append", choices=sorted(VARIANTS), default=[], metavar="VARIANT",
                         help="for this variant (repeatable), also build the Dockerfile without apt caches, tests "
                              "folders and TF headers, and compare (a whole build: minutes)")
     parser.add_argument("--ca-cert", action="append", type=Path, metavar="PATH",
                         help=f"extra CA certificates for the builds (default: {HOST_CA_DIR} when it holds *.crt)")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, metavar="PATH",
-                        help=f"JSON results; the Markdown goes beside it as .md (default: {DEFAULT_OUTPUT.relative_to(REPO)})")
+                        help="JSON results; the Markdown goes beside it as .md "
+                             f"(default: {DEFAULT_OUTPUT.relative_to(REPO)})")
     parser.add_argument("--keep-images", action="store_true", help=f"keep the {TAG_PREFIX}* images afterwards")
     args = parser.parse_args(argv)
     if args.image and args.variant:
