@@ -46,6 +46,16 @@ def image(docker_client: DockerClient) -> str:
         return build(docker_client, request, log).image
 
 
+@pytest.fixture(scope="session")
+def variant(docker_client: DockerClient, image: str) -> str:
+    """gpu or cpu, from the label build.py sets (an image without it is taken as gpu): the image
+    tests hold both variants to what each must be."""
+    labels = docker_client.images.get(image).attrs["Config"].get("Labels") or {}
+    found = str(labels.get("io.tf29-env.variant") or "gpu")
+    assert found in VARIANTS, f"{image}: unknown variant label {found!r}"
+    return found
+
+
 @pytest.fixture
 def tracked(docker_client: DockerClient, image: str) -> Iterator[TrackedContainer]:
     containers = TrackedContainer(docker_client, image)
