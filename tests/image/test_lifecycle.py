@@ -31,18 +31,11 @@ def test_jupyter_dying_stops_the_container_non_zero(tracked: TrackedContainer) -
     assert "JupyterLab exited" in tracked.logs(container)
 
 
-def test_hung_jupyter_turns_unhealthy(tracked: TrackedContainer) -> None:
-    container = tracked.run()
-    tracked.wait_healthy(container)
-    code, _ = tracked.exec(container, ["pkill", "-STOP", "-f", "jupyter-lab"])
-    assert code == 0
-    wait_until(lambda: tracked.health(container) == "unhealthy", timeout=60, what="unhealthy")
-
-
-def test_hung_sshd_turns_unhealthy(tracked: TrackedContainer, keypair: KeyPair) -> None:
+@pytest.mark.parametrize("pkill_args", [["-f", "jupyter-lab"], ["-x", "sshd"]], ids=["jupyter", "sshd"])
+def test_a_hung_service_turns_unhealthy(tracked: TrackedContainer, keypair: KeyPair, pkill_args: list[str]) -> None:
     container = tracked.run(environment={"SSH_AUTHORIZED_KEYS": keypair.public_text})
     tracked.wait_healthy(container)
-    code, _ = tracked.exec(container, ["pkill", "-STOP", "-x", "sshd"])
+    code, _ = tracked.exec(container, ["pkill", "-STOP", *pkill_args])  # alive, but answers nothing
     assert code == 0
     wait_until(lambda: tracked.health(container) == "unhealthy", timeout=60, what="unhealthy")
 
