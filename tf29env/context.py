@@ -64,7 +64,11 @@ def write(fileobj: io.BufferedIOBase | io.BytesIO, ca_certs: list[Path]) -> None
             add_file(tar, f"ca-certs/{index:02d}-{cert.stem}.crt", cert.read_bytes())
 
 
+# Local tool output that must neither ship in the image nor change its cache keys.
+_EXCLUDED_DIRS = ("__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache")
+
+
 def _exclude_bytecode(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-    if "__pycache__" in info.name or info.name.endswith(".pyc"):
+    if any(part in _EXCLUDED_DIRS for part in info.name.split("/")) or info.name.endswith(".pyc"):
         return None
     return _reset(info)
