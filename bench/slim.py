@@ -39,11 +39,15 @@ CHECKS = {
 
 
 def slim_dockerfile(text: str) -> str:
-    """The Dockerfile with APT_LINE before the apt layer's cleanup and SLIM_LINES before `pip check`."""
+    """The Dockerfile with APT_LINE before the apt layer's cleanup and SLIM_LINES before `pip check`,
+    each only where the Dockerfile does not do it already (it adopted apt-get clean and the tests
+    folders' removal after the first measurement)."""
     for anchor in (APT_ANCHOR, ANCHOR):
         if text.count(anchor) != 1:
             raise ValueError(f"the Dockerfile has {text.count(anchor)} '{anchor.strip()}' lines, expected exactly one")
-    return text.replace(APT_ANCHOR, APT_LINE + APT_ANCHOR).replace(ANCHOR, "".join(SLIM_LINES) + ANCHOR)
+    apt = "" if "apt-get clean" in text else APT_LINE
+    pip = "".join(line for line in SLIM_LINES if line not in text)
+    return text.replace(APT_ANCHOR, apt + APT_ANCHOR).replace(ANCHOR, pip + ANCHOR)
 
 
 def measure(client: DockerClient, original: bytes, base: str, variant: Variant, reference: ImageSize,
