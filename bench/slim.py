@@ -45,7 +45,7 @@ def slim_dockerfile(text: str) -> str:
     for anchor in (APT_ANCHOR, ANCHOR):
         if text.count(anchor) != 1:
             raise ValueError(f"the Dockerfile has {text.count(anchor)} '{anchor.strip()}' lines, expected exactly one")
-    apt = "" if "apt-get clean" in text else APT_LINE
+    apt = "" if " && apt-get clean" in text else APT_LINE
     pip = "".join(line for line in SLIM_LINES if line not in text)
     return text.replace(APT_ANCHOR, apt + APT_ANCHOR).replace(ANCHOR, pip + ANCHOR)
 

@@ -63,10 +63,11 @@ def test_slim_dockerfile_removes_before_the_builds_own_checks() -> None:
     assert slimmed.count("-name tests") == 1 and "tensorflow/include" in slimmed
     # The removal sits between the pip install and `pip check` + the import line of the same RUN.
     install = slimmed.index("-r /opt/tf29-env/requirements.lock")
-    assert install < slimmed.index("-name tests") < slimmed.index(" && pip check") < slimmed.index("python -c \"import tensorflow")
+    import_line = slimmed.index('python -c "import tensorflow')
+    assert install < slimmed.index("-name tests") < slimmed.index(" && pip check") < import_line
     # apt's caches go in the apt layer, before its own cleanup line.
     apt_install, apt_lists = slimmed.index("apt-get install"), slimmed.index("rm -rf /var/lib/apt/lists")
-    assert apt_install < slimmed.index("apt-get clean") < apt_lists
+    assert apt_install < slimmed.index(" && apt-get clean") < apt_lists
     # Only additions: taking out what slim added gives the Dockerfile back.
     for added in (*slim.SLIM_LINES, slim.APT_LINE):
         if added not in text:
