@@ -42,22 +42,23 @@ def plain_seconds(value: Any) -> str:
     return "-" if value is None else f"{float(value):.1f} s"
 
 
-def warm_cell(case: str) -> Cell:
+def annotated_seconds(section: str, key: str, note_key: str, name: str, note: Callable[[Any], str]) -> Cell:
+    """Seconds from result[section][key][name], followed by note(result[section][note_key][name]) when there is one."""
+
     def cell(result: dict[str, Any]) -> str:
-        text = seconds(dig(result, "build", "warm_s", case))
-        share = dig(result, "build", "warm_share", case)
-        return text if share is None else f"{text}; {share:.1%} of cold"
+        text = seconds(dig(result, section, key, name))
+        extra = dig(result, section, note_key, name)
+        return text if extra is None else f"{text}{note(extra)}"
 
     return cell
+
+
+def warm_cell(case: str) -> Cell:
+    return annotated_seconds("build", "warm_s", "warm_share", case, lambda share: f"; {share:.1%} of cold")
 
 
 def layer_cell(name: str) -> Cell:
-    def cell(result: dict[str, Any]) -> str:
-        text = seconds(dig(result, "selfcheck", "layers", name))
-        status = dig(result, "selfcheck", "statuses", name)
-        return text if status is None else f"{text} {status}"
-
-    return cell
+    return annotated_seconds("selfcheck", "layers", "statuses", name, lambda status: f" {status}")
 
 
 def slim_cell(result: dict[str, Any]) -> str:
