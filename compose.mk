@@ -12,8 +12,9 @@ MEMBER ?=
 
 .PHONY: up down logs ps config restart member member-secrets
 
+# compose/memlock.py first: the locked-memory limit this engine can grant (or one line and a stop).
 up: ## start every team member's environment, or update it after a change (compose/member.py, .env, image)
-	$(TEAM_COMPOSE) up -d --remove-orphans
+	cd $(TEAM_DIR) && memlock=$$(python3 compose/memlock.py) && TF29ENV_MEMLOCK=$$memlock $(COMPOSE) up -d --remove-orphans
 
 down: ## stop and remove the team's containers; notebooks, CUDA caches and host keys stay in their volumes
 	$(TEAM_COMPOSE) down --remove-orphans -t $(STOP_TIMEOUT)

@@ -1,6 +1,7 @@
 """Fixtures of the team tests: a scratch copy of the team setup with two members, ann and ben,
 added by compose/member.py on free ports (alice and bob, the shipped examples, removed first),
-and that team brought up by `make up` once per module and always taken down with its volumes."""
+and that team brought up by `make up` once per module and compose implementation (v1 and v2,
+one after the other) and always taken down with its volumes."""
 
 from collections.abc import Iterator
 from pathlib import Path
@@ -8,9 +9,15 @@ from pathlib import Path
 import pytest
 from docker import DockerClient
 
-from tests.compose.team import Member, Team, copy_project, member_py
+from tests.compose.team import IMPLEMENTATIONS, Member, Team, copy_project, member_py
 from tests.helpers.net import free_host_port
 from tests.helpers.ssh import KeyPair
+
+
+@pytest.fixture(scope="module", params=sorted(IMPLEMENTATIONS))
+def compose(request: pytest.FixtureRequest) -> str:
+    """The compose command (compose.mk's COMPOSE): every team test runs under both implementations."""
+    return IMPLEMENTATIONS[str(request.param)]
 
 
 @pytest.fixture(scope="module")
@@ -33,10 +40,10 @@ def team_project(tmp_path_factory: pytest.TempPathFactory, members: tuple[Member
 
 
 @pytest.fixture(scope="module")
-def team(docker_client: DockerClient, image: str, team_project: Path) -> Iterator[Team]:
-    running = Team(docker_client, team_project, image)
+def team(docker_client: DockerClient, image: str, team_project: Path, compose: str) -> Iterator[Team]:
+    running = Team(docker_client, team_project, image, compose)
     try:
-        running.make("up")
+        running.up_log = running.make("up").stderr
         yield running
     finally:
         running.remove_everything()

@@ -1,18 +1,19 @@
 """A team setup in a scratch folder: a copy of docker-compose.yml and compose/, with members added
-by compose/member.py, driven by Debian's docker-compose 1.29 and the targets of compose.mk.
+by compose/member.py, driven by either compose implementation and the targets of compose.mk.
 
 Every run has its own compose project name, and every port is published on 127.0.0.1 only.
 """
 
 import os
-import resource
 import secrets
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import yaml
 from docker import DockerClient
 from docker.models.containers import Container
 
@@ -20,15 +21,18 @@ from tests.helpers.ssh import KeyPair
 from tests.helpers.wait import wait_until
 
 REPO = Path(__file__).resolve().parent.parent.parent
-COMPOSE = "docker-compose"  # Debian's 1.29, the older of the two implementations the file must suit
+# The implementations the files must suit, as compose.mk's COMPOSE spells them: Debian 12's
+# docker-compose 1.29 (the older one) and the `docker compose` v2 plugin that current Docker ships.
+IMPLEMENTATIONS = {"v1": "docker-compose", "v2": "docker compose"}
 STOP_TIMEOUT = 15
 
 
-def memlock_limit() -> str:
-    """TF29ENV_MEMLOCK for this host: unlimited (-1) where the hard limit allows, else the limit
-    (an engine that runs under a hard limit cannot give containers more; this one's is 8 MiB)."""
-    hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]
-    return "-1" if hard == resource.RLIM_INFINITY else str(hard)
+def engine_memlock(client: DockerClient, image: str) -> int:
+    """The hard memlock limit (bytes, -1: unlimited) a container of IMAGE gets when it asks for
+    none: the most this engine can grant (8 MiB on the build machine, whose engine may not raise it)."""
+    out = client.containers.run(image, entrypoint="/bin/sh", command=["-c", "ulimit -H -l"], remove=True,
+                                network_mode="none").decode().strip()
+    return -1 if out == "unlimited" else int(out) * 1024
 
 
 def copy_project(target: Path) -> Path:
@@ -38,6 +42,35 @@ def copy_project(target: Path) -> Path:
     shutil.copy(REPO / "compose.mk", target)
     shutil.copytree(REPO / "compose", target / "compose", ignore=shutil.ignore_patterns("secrets", "__pycache__"))
     return target
+
+
+def port_spec(port: str | dict[str, Any]) -> str:
+    """A published port as HOST_IP:PUBLISHED:TARGET/PROTOCOL, from v1's short or v2's long syntax."""
+    if isinstance(port, str):
+        return port
+    return f"{port['host_ip']}:{port['published']}:{port['target']}/{port['protocol']}"
+
+
+def size_bytes(size: str | int) -> int:
+    """shm_size in bytes: v1 keeps "1g" as written, v2 writes "1073741824"."""
+    text = str(size).lower()
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
+
+
+def resolved(project: Path, compose: str, env: dict[str, str]) -> dict[str, Any]:
+    """`compose config` of PROJECT, in one shape for both implementations: ports as short
+    strings (sorted) and shm_size in bytes."""
+    result = subprocess.run([*compose.split(), "config"], cwd=project, env=env, capture_output=True, text=True,
+                            timeout=120, check=False)
+    assert result.returncode == 0, f"{compose} config: {result.stderr[-3000:]}"
+    loaded = yaml.safe_load(result.stdout)
+    assert isinstance(loaded, dict)
+    for service in loaded["services"].values():
+        service["ports"] = sorted(port_spec(port) for port in service.get("ports", []))
+        if "shm_size" in service:
+            service["shm_size"] = size_bytes(service["shm_size"])
+    return loaded
 
 
 def member_py(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -56,9 +89,12 @@ class Member:
 
 
 class Team:
-    def __init__(self, client: DockerClient, project: Path, image: str, files: str = "docker-compose.yml") -> None:
+    def __init__(self, client: DockerClient, project: Path, image: str, compose: str,
+                 files: str = "docker-compose.yml") -> None:
         self.client = client
         self.project = project
+        self.command = compose
+        self.up_log = ""  # what the first `make up` printed on stderr (the team fixture fills it)
         self.name = f"tf29cmp{secrets.token_hex(4)}"
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("COMPOSE_", "TF29ENV_", "DOCKER_"))},
@@ -67,20 +103,22 @@ class Team:
             "TF29ENV_IMAGE": image,
             "TF29ENV_BIND_ADDRESS": "127.0.0.1",  # tests talk to loopback only
             "TF29ENV_SELF_CHECK": "off",  # its TensorFlow import is slow on a shared CPU; tested elsewhere
-            "TF29ENV_MEMLOCK": memlock_limit(),
         }
 
     def compose(self, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run([COMPOSE, *args], cwd=self.project, env=self.env, capture_output=True, text=True,
-                                timeout=timeout, check=False)
-        assert not check or result.returncode == 0, f"{COMPOSE} {' '.join(args)}: {result.stderr[-3000:]}"
+        result = subprocess.run([*self.command.split(), *args], cwd=self.project, env=self.env, capture_output=True,
+                                text=True, timeout=timeout, check=False)
+        assert not check or result.returncode == 0, f"{self.command} {' '.join(args)}: {result.stderr[-3000:]}"
         return result
 
-    def make(self, target: str, *variables: str) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(["make", "-f", "compose.mk", target, f"COMPOSE={COMPOSE}", *variables],
+    def config(self) -> dict[str, Any]:
+        return resolved(self.project, self.command, self.env)
+
+    def make(self, target: str, *variables: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(["make", "-f", "compose.mk", target, f"COMPOSE={self.command}", *variables],
                                 cwd=self.project, env=self.env, capture_output=True, text=True, timeout=300,
                                 check=False)
-        assert result.returncode == 0, f"make {target}: {result.stdout[-2000:]}{result.stderr[-3000:]}"
+        assert not check or result.returncode == 0, f"make {target}: {result.stdout[-2000:]}{result.stderr[-3000:]}"
         return result
 
     def token(self, member: str) -> str:

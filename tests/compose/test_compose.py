@@ -1,18 +1,21 @@
-"""The team setup on the real engine with Debian's docker-compose 1.29: two members, each with
-their own token, keys, notebooks and uid, none able to reach the other's; down keeps the
-notebooks and stops everything in time. Tests run in file order on one team (see conftest)."""
+"""The team setup on the real engine, under both compose implementations (Debian's docker-compose
+1.29 and the `docker compose` v2 plugin): two members, each with their own token, keys, notebooks
+and uid, none able to reach the other's; down keeps the notebooks and stops everything in time;
+`make up` fits the locked-memory limit to what the engine can grant. Tests run in file order on
+one team per implementation (see conftest)."""
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import paramiko
 import pytest
 import requests
-import yaml
 from docker import DockerClient
 
-from tests.compose.team import REPO, STOP_TIMEOUT, Member, Team, copy_project, member_py
+from tests.compose.team import REPO, STOP_TIMEOUT, Member, Team, copy_project, engine_memlock, member_py
 from tests.helpers.containers import LOOPBACK
 from tests.helpers.jupyter import api_status, put_file
 from tests.helpers.ssh import connect, run
@@ -21,43 +24,36 @@ NOTEBOOK = "work/ann-results.ipynb"
 NOTEBOOK_TEXT = json.dumps({"cells": [], "metadata": {"written-by": "ann"}, "nbformat": 4, "nbformat_minor": 5})
 
 
-def config(team: Team) -> dict[str, dict[str, dict[str, object]]]:
-    loaded = yaml.safe_load(team.compose("config").stdout)
-    assert isinstance(loaded, dict)
-    return loaded
-
-
-def test_shipped_files_are_valid_compose(docker_client: DockerClient, image: str) -> None:
-    """`docker-compose config` accepts the shipped file alone and with compose/gpu.yml, and what it
+def test_shipped_files_are_valid_compose(docker_client: DockerClient, image: str, compose: str) -> None:
+    """`compose config` accepts the shipped file alone and with compose/gpu.yml, and what it
     resolves has the members' settings (compose folds in the template's anchors)."""
-    shipped = Team(docker_client, REPO, image)
-    shipped.env.pop("TF29ENV_MEMLOCK")  # the file's own default
-    alone = config(shipped)
+    shipped = Team(docker_client, REPO, image, compose)
+    alone = shipped.config()
     assert sorted(alone["services"]) == ["alice", "bob"]
     alice = alone["services"]["alice"]
     assert alice["image"] == image
     assert alice["ulimits"] == {"memlock": -1, "stack": 67108864}
-    assert alice["shm_size"] == "1g"
+    assert alice["shm_size"] == 1 << 30
     assert alice["restart"] == "unless-stopped"
     assert alice["stop_grace_period"] == "15s"
     assert "deploy" not in alice, "without compose/gpu.yml nothing may reserve a GPU"
     assert alice["environment"] == {"JUPYTER_TOKEN_FILE": "/run/secrets/jupyter_token",
                                     "SSH_AUTHORIZED_KEYS_FILE": "/run/secrets/authorized_keys",
                                     "SELF_CHECK": "off", "NB_UID": "1001", "NB_GID": "1001"}
-    assert sorted(alice["ports"]) == ["127.0.0.1:2201:22/tcp", "127.0.0.1:8801:8888/tcp"]  # type: ignore[call-overload]
+    assert alice["ports"] == ["127.0.0.1:2201:22/tcp", "127.0.0.1:8801:8888/tcp"]
 
     shipped.env.pop("TF29ENV_IMAGE")
     shipped.env["COMPOSE_FILE"] = "docker-compose.yml:compose/gpu.yml"
-    with_gpus = config(shipped)
+    with_gpus = shipped.config()
     assert with_gpus["services"]["alice"]["image"] == "tf29-env:latest-gpu"  # build.py's default tag
-    devices = {name: service["deploy"]["resources"]["reservations"]["devices"]  # type: ignore[index]
+    devices = {name: service["deploy"]["resources"]["reservations"]["devices"]
                for name, service in with_gpus["services"].items()}
     assert devices == {"alice": [{"driver": "nvidia", "device_ids": ["0"], "capabilities": ["gpu"]}],
                        "bob": [{"driver": "nvidia", "device_ids": ["1"], "capabilities": ["gpu"]}]}
 
 
 def test_gpu_file_reaches_the_engine(docker_client: DockerClient, image: str, tmp_path: Path,
-                                     members: tuple[Member, Member]) -> None:
+                                     members: tuple[Member, Member], compose: str) -> None:
     """The shipped examples' reservations from compose/gpu.yml are what the engine gets: created,
     not started, since this engine has no nvidia runtime and refuses to start them (which is why
     the reservations live in a file of their own)."""
@@ -65,7 +61,7 @@ def test_gpu_file_reaches_the_engine(docker_client: DockerClient, image: str, tm
     for example, member in zip(("alice", "bob"), members, strict=True):
         given = member_py(project, "secrets", example, "--ssh-key", f"{member.key.private}.pub")
         assert given.returncode == 0, given.stderr
-    gpu_team = Team(docker_client, project, image, files="docker-compose.yml:compose/gpu.yml")
+    gpu_team = Team(docker_client, project, image, compose, files="docker-compose.yml:compose/gpu.yml")
     try:
         gpu_team.compose("up", "--no-start")
         for service, device_id in (("alice", "0"), ("bob", "1")):
@@ -78,6 +74,22 @@ def test_gpu_file_reaches_the_engine(docker_client: DockerClient, image: str, tm
         assert 'could not select device driver "nvidia"' in started.stderr
     finally:
         gpu_team.remove_everything()
+
+
+def test_up_fits_memlock_to_what_the_engine_grants(team: Team, members: tuple[Member, Member]) -> None:
+    """With the shipped default (-1, unlimited), `make up` starts the members with the most locked
+    memory the engine can grant, saying so in one line where that is less than unlimited (runc
+    refuses the whole container otherwise: this engine may not raise its own 8 MiB)."""
+    granted = engine_memlock(team.client, team.env["TF29ENV_IMAGE"])
+    notes = [line for line in team.up_log.splitlines() if "TF29ENV_MEMLOCK" in line]
+    if granted == -1:
+        assert notes == []
+    else:
+        assert notes == [f"tf29-env: this Docker engine can grant at most {granted} bytes of locked memory, "
+                         f"not unlimited: starting with TF29ENV_MEMLOCK={granted} (set it in .env to keep this quiet)"]
+    for member in members:
+        limits = {u["Name"]: u["Hard"] for u in team.container(member.name).attrs["HostConfig"]["Ulimits"]}
+        assert limits["memlock"] == granted
 
 
 def test_both_members_become_healthy_on_loopback_only(team: Team, members: tuple[Member, Member]) -> None:
@@ -118,7 +130,7 @@ def test_secrets_stay_out_of_the_container_config(team: Team, members: tuple[Mem
         assert team.token(member.name) not in attrs
         assert member.key.public_text.split()[1] not in attrs
         assert "/run/secrets/jupyter_token" in attrs  # only the path travels
-    composed = (team.project / "docker-compose.yml").read_text() + team.compose("config").stdout
+    composed = (team.project / "docker-compose.yml").read_text() + json.dumps(team.config())
     for member in members:
         assert team.token(member.name) not in composed
         assert member.key.public_text.split()[1] not in composed
@@ -177,3 +189,31 @@ def test_down_stops_everything_within_its_timeout(team: Team, members: tuple[Mem
     assert team.client.networks.list(names=[f"{team.name}_default"]) == []
     # down keeps the members' data: six volumes, three each.
     assert len(team.volumes()) == 6
+
+
+def test_up_refuses_more_memlock_than_the_engine_grants(docker_client: DockerClient, image: str, tmp_path: Path,
+                                                        compose: str) -> None:
+    """An explicit TF29ENV_MEMLOCK above the engine's limit: one line naming the variable and the
+    value to use, a non-zero exit, and not one container, network or volume made."""
+    granted = engine_memlock(docker_client, image)
+    project = copy_project(tmp_path / "memlock")
+    wanted = granted * 2 if granted > 0 else 1 << 40
+    (project / ".env").write_text(f"TF29ENV_MEMLOCK={wanted}\n")
+    team = Team(docker_client, project, image, compose)
+    if granted == -1:  # an engine that may raise limits grants any value as it is
+        checked = subprocess.run([sys.executable, "compose/memlock.py"], cwd=project, env=team.env,
+                                 capture_output=True, text=True, check=False)
+        assert (checked.returncode, checked.stdout) == (0, f"{wanted}\n"), checked.stderr
+        return
+    try:
+        result = team.make("up", check=False)
+        assert result.returncode != 0
+        errors = [line for line in result.stderr.splitlines() if line.startswith("tf29-env:")]
+        assert errors == [f"tf29-env: ERROR: TF29ENV_MEMLOCK={wanted} is more locked memory than this Docker "
+                          f"engine can grant (runc would refuse to start the containers): "
+                          f"set TF29ENV_MEMLOCK={granted} in .env"]
+        assert team.containers() == []
+        assert team.volumes() == []
+        assert team.client.networks.list(names=[f"{team.name}_default"]) == []
+    finally:
+        team.remove_everything()

@@ -5,9 +5,7 @@ import re
 import subprocess
 from pathlib import Path
 
-import yaml
-
-from tests.compose.team import COMPOSE, REPO, copy_project
+from tests.compose.team import REPO, copy_project, resolved
 
 # ${NAME}, ${NAME:-default} or ${NAME-default} in a compose file.
 VARIABLE_RE = re.compile(r"\$\{([A-Z0-9_]+)(?::?-([^}]*))?\}")
@@ -37,18 +35,15 @@ def test_env_example_documents_every_variable_with_its_default() -> None:
     assert settings["TF29ENV_IMAGE"] == "tf29-env:latest-gpu"  # build.py's moving tag of the gpu variant
 
 
-def test_env_example_works_as_env(tmp_path: Path) -> None:
+def test_env_example_works_as_env(tmp_path: Path, compose: str) -> None:
     project = copy_project(tmp_path / "team")
     (project / ".env").write_text((REPO / ".env.example").read_text())
-    result = subprocess.run([COMPOSE, "config"], cwd=project, capture_output=True, text=True, check=False,
-                            env={"PATH": "/usr/bin:/bin"})
-    assert result.returncode == 0, result.stderr
-    services = yaml.safe_load(result.stdout)["services"]
+    services = resolved(project, compose, {"PATH": "/usr/local/bin:/usr/bin:/bin"})["services"]
     assert sorted(services) == ["alice", "bob"]
     assert services["bob"]["image"] == "tf29-env:latest-gpu"
     # COMPOSE_FILE from .env brought in compose/gpu.yml.
     assert services["bob"]["deploy"]["resources"]["reservations"]["devices"][0]["driver"] == "nvidia"
-    assert sorted(services["bob"]["ports"]) == ["0.0.0.0:2202:22/tcp", "0.0.0.0:8802:8888/tcp"]
+    assert services["bob"]["ports"] == ["0.0.0.0:2202:22/tcp", "0.0.0.0:8802:8888/tcp"]
 
 
 def test_compose_mk_has_the_team_targets_each_described() -> None:
@@ -59,15 +54,17 @@ def test_compose_mk_has_the_team_targets_each_described() -> None:
     assert set(described) == phony, "every target is .PHONY and has a ## description"
 
 
-def test_compose_mk_runs_compose_in_the_project_folder(tmp_path: Path) -> None:
+def test_compose_mk_runs_compose_in_the_project_folder(tmp_path: Path, compose: str) -> None:
     project = copy_project(tmp_path / "team")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     # --no-print-directory: under `make test` this make is a sub-make and would announce its folder.
     dry = subprocess.run(["make", "--no-print-directory", "-n", "-f", str(project / "compose.mk"), "up", "down",
-                          "ps", "logs", "MEMBER=alice", f"COMPOSE={COMPOSE}"], cwd=elsewhere, capture_output=True,
+                          "ps", "logs", "MEMBER=alice", f"COMPOSE={compose}"], cwd=elsewhere, capture_output=True,
                          text=True, check=True)
-    assert dry.stdout.splitlines() == [f"cd {project} && {COMPOSE} up -d --remove-orphans",
-                                       f"cd {project} && {COMPOSE} down --remove-orphans -t 15",
-                                       f"cd {project} && {COMPOSE} ps alice",
-                                       f"cd {project} && {COMPOSE} logs -f --tail=200 alice"]
+    assert dry.stdout.splitlines() == [
+        f"cd {project} && memlock=$(python3 compose/memlock.py) && TF29ENV_MEMLOCK=$memlock {compose} up -d "
+        "--remove-orphans",
+        f"cd {project} && {compose} down --remove-orphans -t 15",
+        f"cd {project} && {compose} ps alice",
+        f"cd {project} && {compose} logs -f --tail=200 alice"]

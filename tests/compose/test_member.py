@@ -3,13 +3,12 @@ docker-compose 1.29, add + remove gives the files back unchanged, and bad input 
 exit 2, nothing written."""
 
 import stat
-import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
-import yaml
 
-from tests.compose.team import COMPOSE, copy_project, member_py
+from tests.compose.team import copy_project, member_py, resolved
 from tests.helpers.ssh import KeyPair
 
 
@@ -22,27 +21,23 @@ def snapshot(project: Path) -> dict[str, bytes]:
     return {str(path.relative_to(project)): path.read_bytes() for path in sorted(project.rglob("*")) if path.is_file()}
 
 
-def resolved(project: Path, files: str) -> dict[str, dict[str, dict[str, object]]]:
-    result = subprocess.run([COMPOSE, "config"], cwd=project, capture_output=True, text=True, check=False,
-                            env={"PATH": "/usr/bin:/bin", "COMPOSE_FILE": files, "COMPOSE_PROJECT_NAME": "t"})
-    assert result.returncode == 0, result.stderr
-    loaded = yaml.safe_load(result.stdout)
-    assert isinstance(loaded, dict)
-    return loaded
+def config(project: Path, compose: str, files: str) -> dict[str, Any]:
+    return resolved(project, compose, {"PATH": "/usr/local/bin:/usr/bin:/bin", "COMPOSE_FILE": files,
+                                       "COMPOSE_PROJECT_NAME": "t"})
 
 
-def test_added_member_is_valid_compose_with_the_next_ports(project: Path, keypair: KeyPair) -> None:
+def test_added_member_is_valid_compose_with_the_next_ports(project: Path, keypair: KeyPair, compose: str) -> None:
     added = member_py(project, "add", "carol", "--uid", "1503", "--gid", "1503", "--gpu-ids", "2,3",
                       "--ssh-key", f"{keypair.private}.pub")
     assert added.returncode == 0, added.stderr
-    services = resolved(project, "docker-compose.yml:compose/gpu.yml")["services"]
+    services = config(project, compose, "docker-compose.yml:compose/gpu.yml")["services"]
     carol = services["carol"]
-    assert sorted(carol["ports"]) == ["0.0.0.0:2203:22/tcp", "0.0.0.0:8803:8888/tcp"]  # type: ignore[call-overload]
-    assert carol["environment"]["NB_UID"] == "1503"  # type: ignore[index]
+    assert carol["ports"] == ["0.0.0.0:2203:22/tcp", "0.0.0.0:8803:8888/tcp"]
+    assert carol["environment"]["NB_UID"] == "1503"
     assert carol["ulimits"] == services["alice"]["ulimits"]  # the template, folded in
     assert carol["deploy"] == {"resources": {"reservations": {"devices": [
         {"driver": "nvidia", "device_ids": ["2", "3"], "capabilities": ["gpu"]}]}}}
-    assert sorted(carol["secrets"], key=str) == sorted(  # type: ignore[call-overload]
+    assert sorted(carol["secrets"], key=str) == sorted(
         [{"source": "carol-jupyter-token", "target": "jupyter_token"},
          {"source": "carol-ssh-keys", "target": "authorized_keys"}], key=str)
 
@@ -54,13 +49,13 @@ def test_added_member_is_valid_compose_with_the_next_ports(project: Path, keypai
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
-def test_host_account_gives_uid_and_gid(project: Path, keypair: KeyPair) -> None:
+def test_host_account_gives_uid_and_gid(project: Path, keypair: KeyPair, compose: str) -> None:
     # nobody: an account every Debian host has (uid 65534, group nogroup 65534).
     added = member_py(project, "add", "nobody", "--ssh-key", f"{keypair.private}.pub")
     assert added.returncode == 0, added.stderr
-    environment = resolved(project, "docker-compose.yml")["services"]["nobody"]["environment"]
-    assert environment["NB_UID"] == "65534"  # type: ignore[index]
-    assert environment["NB_GID"] == "65534"  # type: ignore[index]
+    environment = config(project, compose, "docker-compose.yml")["services"]["nobody"]["environment"]
+    assert environment["NB_UID"] == "65534"
+    assert environment["NB_GID"] == "65534"
 
 
 def test_add_then_remove_gives_the_files_back(project: Path, keypair: KeyPair) -> None:
@@ -72,9 +67,9 @@ def test_add_then_remove_gives_the_files_back(project: Path, keypair: KeyPair) -
     assert {name: (project / name).read_bytes() for name in before} == before
 
 
-def test_removing_a_member_leaves_valid_compose(project: Path) -> None:
+def test_removing_a_member_leaves_valid_compose(project: Path, compose: str) -> None:
     assert member_py(project, "remove", "alice").returncode == 0
-    services = resolved(project, "docker-compose.yml:compose/gpu.yml")["services"]
+    services = config(project, compose, "docker-compose.yml:compose/gpu.yml")["services"]
     assert sorted(services) == ["bob"]
     text = (project / "docker-compose.yml").read_text()
     assert "alice" not in text[text.index("\nservices:"):], "no volume, secret or port of alice may be left"
