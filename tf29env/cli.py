@@ -76,7 +76,8 @@ def make_parser() -> Parser:
     tst = sub.add_parser("test", help="verify the image's tags and labels, then run the test suite against it")
     add_image(tst, "test")
     tst.add_argument("--build-tests", action="store_true",
-                     help="also run tests/build (build.py's own engine tests); always on without an image")
+                     help="also run tests/build and tests/buildkit (the builders' own engine tests); "
+                          "always on without an image")
     add_common(tst, json_flag=False)
     tst.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed on to pytest (after --)")
 

@@ -22,6 +22,8 @@ from tf29env.variants import VARIANTS
 from tf29env.verify import verify
 
 Log = Callable[[str], None]
+# Test folders that build images of their own (see cmd_test).
+BUILDER_TESTS = ("build", "buildkit")
 
 
 def logger(args: argparse.Namespace) -> Log:
@@ -128,10 +130,11 @@ def cmd_test(args: argparse.Namespace) -> int:
         env["TF29ENV_IMAGE"] = image
     extra = [arg for arg in args.pytest_args if arg != "--"] if args.pytest_args[:1] == ["--"] else args.pytest_args
     cmd = [sys.executable, "-m", "pytest", str(REPO / "tests"), *extra]
-    # tests/build exercises build.py itself (it builds both variants and pushes to a local registry):
-    # part of the whole suite, but not of checking one image that was just built.
+    # The builders' own tests build images of their own: tests/build exercises build.py (both variants,
+    # a push to a local registry), tests/buildkit builds the Dockerfile with BuildKit on the stand-in.
+    # Part of the whole suite, but not of checking one image that was just built.
     if image and not args.build_tests:
-        cmd[4:4] = ["--ignore", str(REPO / "tests" / "build")]
+        cmd[4:4] = [arg for folder in BUILDER_TESTS for arg in ("--ignore", str(REPO / "tests" / folder))]
     code = subprocess.run(cmd, env=env, cwd=REPO, check=False).returncode
     if code != 0:
         raise UserError(f"the test suite failed against {image or 'tf29-env:test-gpu'} (pytest exit {code})",
