@@ -11,6 +11,7 @@ cd /opt/tf29-env/entrypoint.d
 source 00-common.sh
 source 10-config.sh
 source 20-user.sh
+source 25-mounts.sh
 source 30-hooks.sh
 source 40-ssh.sh
 source 50-jupyter.sh
@@ -21,6 +22,7 @@ cd /
 main() {
   load_config                       # 10: bad input stops here, before anything starts
   fit_user                          # 20
+  check_mounts                      # 25: what is mounted under the home folder is writable
   run_hooks /etc/tf29-env/start.d   # 30
   if (($# > 0)); then
     exec_command "$@"

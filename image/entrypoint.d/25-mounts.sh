@@ -1,0 +1,59 @@
+# shellcheck shell=bash
+# 25-mounts: the dev user must be able to write what is mounted under their home. The most common
+# first run, `docker run -v $(pwd)/notebooks:/home/jovyan/work ...` where ./notebooks does not
+# exist yet, has Docker create it on the host as root:root 755, and every save in JupyterLab then
+# fails with "Permission denied". Such a folder (a mount point that is empty and root's) is handed
+# to NB_UID/NB_GID with one log line; any other folder the dev user cannot write is left as it is
+# with one warning naming the fix, and so is every folder when there is no root to chown with.
+# Read-only mounts are meant so and left alone; so are bind-mounted files.
+
+check_mounts() {
+  local home=${NB_HOME}
+  ((is_root)) || home=/home/${NB_USER} # fit_user may have moved HOME to /tmp
+  # Every mount point at or under the home folder, with its per-mount options (rw/ro first); the
+  # last line for a point is the mount on top. Read by check_mount and holds_only_mount_points.
+  local -A mount_options=()
+  local -a mount_points=()
+  local escaped options mount_point
+  while read -r escaped options; do
+    printf -v mount_point '%b' "${escaped}" # mountinfo writes a space as \040
+    [[ -n ${mount_options[${mount_point}]+set} ]] || mount_points+=("${mount_point}")
+    mount_options[${mount_point}]=${options}
+  done < <(awk -v home="${home}" '$5 == home || index($5, home "/") == 1 { print $5, $6 }' /proc/self/mountinfo)
+  for mount_point in "${mount_points[@]}"; do
+    check_mount "${mount_point}"
+  done
+}
+
+# check_mount DIR: nothing to do if the dev user can write DIR; else hand it over if Docker just
+# made it, or say how to fix it.
+check_mount() {
+  local dir=$1 owner mode uid=$((10#${NB_UID})) gid=$((10#${NB_GID})) error
+  local ids=${uid}:${gid}
+  [[ -d ${dir} && ! -L ${dir} ]] || return 0
+  [[ ${mount_options[${dir}]} == rw* ]] || return 0
+  if ((!is_root)) && [[ ${dir} == "${home}" ]]; then return 0; fi # fit_user has warned already
+  if "${as_user[@]}" test -w "${dir}" -a -x "${dir}"; then return 0; fi
+  read -r owner mode < <(stat -c '%u:%g %a' "${dir}") || owner='?' mode='?'
+  if ((!is_root)); then
+    warn "uid ${EUID} cannot write the mount ${dir} (owner ${owner}, mode ${mode}) and, without root, nothing can be handed over: saving there fails with 'Permission denied'. Fix: on the host, chown -R ${EUID}:$(id -g) the folder, or start as root (no --user) with -e NB_UID=\$(id -u) -e NB_GID=\$(id -g)"
+  elif [[ ${owner} == 0:* ]] && holds_only_mount_points "${dir}"; then
+    if error=$(chown "${ids}" "${dir}" 2>&1); then
+      log "handed ${dir} to uid ${uid}, gid ${gid}: it was an empty folder owned by root, as Docker creates a bind-mount source that does not exist yet"
+    else
+      warn "${NB_USER} cannot write the mount ${dir} (owner ${owner}, mode ${mode}) and it could not be handed over (${error//$'\n'/ }): saving there fails with 'Permission denied'. Fix: on the host, chown ${ids} the folder"
+    fi
+  else
+    warn "${NB_USER} (uid ${uid}, gid ${gid}) cannot write the mount ${dir} (owner ${owner}, mode ${mode}), so saving there fails with 'Permission denied'; it is not an empty folder Docker just made, so it is left as it is. Fix: on the host, chown -R ${ids} the folder, or, if it is yours, start with -e NB_UID=\$(id -u) -e NB_GID=\$(id -g)"
+  fi
+}
+
+# holds_only_mount_points DIR: DIR is empty but for the mount points of mounts below it (which
+# Docker creates in it, root's and empty, when a second -v goes inside the first).
+holds_only_mount_points() {
+  local entry
+  while IFS= read -r -d '' entry; do
+    [[ -n ${mount_options[${entry}]+set} ]] || return 1
+  done < <(find "$1" -mindepth 1 -maxdepth 1 -print0)
+  return 0
+}
