@@ -3,7 +3,6 @@ then warm single-pass rebuilds of changed copies of its context (bench.contexts)
 
 import io
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,9 +12,9 @@ from bench import contexts
 from tf29env import engine, imagebuild
 from tf29env.build_image import BuildRequest, BuildResult, build
 from tf29env.config import NetworkInputs
+from tf29env.log import Log
 from tf29env.variants import Variant
 
-Log = Callable[[str], None]
 # build_image.build logs this line when its first pass (the docker build proper) is done.
 FIRST_PASS_DONE = "==> reading what the image holds"  # noqa: S105 - a log line
 

@@ -21,6 +21,7 @@ from bench.stats import ratio, summarize
 from tests.helpers.ssh import make_keypair
 from tf29env import context, engine, tags
 from tf29env.errors import EXIT_ENGINE, UserError
+from tf29env.log import Log
 from tf29env.paths import REPO
 from tf29env.variants import VARIANTS, Variant, standin_base
 
@@ -88,7 +89,7 @@ def say(line: str) -> None:
 
 
 def measure_builds(client: DockerClient, args: argparse.Namespace, variant: Variant, tag: str,
-                   log: builds.Log) -> dict[str, Any]:
+                   log: Log) -> dict[str, Any]:
     ca_files = context.ca_files(args.ca_cert)
     result: dict[str, Any] = {}
     if args.skip_cold:

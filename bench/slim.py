@@ -9,7 +9,6 @@ nothing imports them at run time); TensorFlow's C++ headers (tensorflow/include,
 compile custom ops). The pip-layer removal runs before the Dockerfile's own `pip check` and
 import line, so the build itself proves that both still work."""
 
-from collections.abc import Callable
 from typing import Any
 
 from docker import DockerClient
@@ -17,6 +16,7 @@ from docker import DockerClient
 from bench import builds, contexts, incontainer, layers
 from bench.sizes import ImageSize
 from tf29env import engine
+from tf29env.log import Log
 from tf29env.variants import Variant
 
 SLIM_TAG_PREFIX = "tf29-env:bench-slim-"
@@ -51,7 +51,7 @@ def slim_dockerfile(text: str) -> str:
 
 
 def measure(client: DockerClient, original: bytes, base: str, variant: Variant, reference: ImageSize,
-            log: Callable[[str], None]) -> dict[str, Any]:
+            log: Log) -> dict[str, Any]:
     """Build the slim Dockerfile under SLIM_TAG; its size against `reference` and its checks."""
     tag = f"{SLIM_TAG_PREFIX}{variant.name}"
     tar = contexts.replace_member(original, "Dockerfile", lambda data: slim_dockerfile(data.decode()).encode())

@@ -8,7 +8,6 @@ last block, so it costs seconds. The first pass's image is removed.
 import datetime
 import subprocess
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,10 +18,9 @@ from tf29env import context, engine, imagebuild, labels, standin, tags
 from tf29env.config import NetworkInputs
 from tf29env.errors import EXIT_BUILD, UserError
 from tf29env.facts import ImageFacts, probe
+from tf29env.log import Log
 from tf29env.paths import REPO, cache_dir
 from tf29env.variants import Variant, standin_base
-
-Log = Callable[[str], None]
 
 
 @dataclass

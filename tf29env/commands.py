@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from typing import Any
 
 from docker import DockerClient
@@ -16,12 +15,12 @@ from tf29env.build_image import BuildRequest, BuildResult, build
 from tf29env.config import NetworkInputs
 from tf29env.errors import EXIT_TEST, UserError
 from tf29env.facts import run_in_image
+from tf29env.log import Log
 from tf29env.paths import REPO
 from tf29env.progress import Progress
 from tf29env.variants import VARIANTS
 from tf29env.verify import verify
 
-Log = Callable[[str], None]
 # Test folders that build images of their own (see cmd_test).
 BUILDER_TESTS = ("build", "buildkit")
 

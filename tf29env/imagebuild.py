@@ -1,18 +1,17 @@
 """Running one image build on the engine and streaming its output lines to a log callable."""
 
 import re
-from collections.abc import Callable
 from typing import IO, Any
 
 import docker.errors
 from docker import DockerClient
 
 from tf29env.errors import EXIT_BUILD, UserError
+from tf29env.log import Log
 
 TAIL_LINES = 15
 STEP_RE = re.compile(r"Step \d+/\d+ : ")
 
-Log = Callable[[str], None]
 
 
 def build_context(

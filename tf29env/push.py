@@ -7,7 +7,6 @@ plain HTTP, as Docker allows by default. A registry nobody answers at fails befo
 import re
 import socket
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +15,7 @@ from docker import DockerClient
 
 from tf29env import engine, tags
 from tf29env.errors import EXIT_PUSH, UserError
+from tf29env.log import Log
 
 REGISTRY_RE = re.compile(
     r"(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9a-fA-F:]+\])(?::(?P<port>[0-9]{1,5}))?"
@@ -26,7 +26,6 @@ TRANSIENT = ("connection reset", "connection refused", "timeout", "timed out", "
              "500 internal", "502 bad gateway", "503 service", "504 gateway", "too many requests",
              "tls handshake", "no route to host")
 
-Log = Callable[[str], None]
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,13 @@ import sys
 import tarfile
 import tempfile
 import zipfile
-from collections.abc import Callable
 from pathlib import Path
 
 from docker import DockerClient
 
 from tf29env import context, engine, imagebuild
 from tf29env.errors import EXIT_BUILD, UserError
+from tf29env.log import Log
 from tf29env.paths import REPO, cache_dir
 
 OS_IMAGE = "tf29-env-standin:bullseye"
@@ -47,7 +47,6 @@ deb {mirror} bullseye-updates main
 deb {security} bullseye-security main
 """
 
-Log = Callable[[str], None]
 
 
 def ensure(client: DockerClient, log: Log, *, cuda: bool, mirror: str = DEFAULT_MIRROR) -> str:

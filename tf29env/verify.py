@@ -2,15 +2,13 @@
 labels agree with what it holds (both read again from a fresh container, not from the build), and
 its Python packages' requirements are met (`pip check`)."""
 
-from collections.abc import Callable
 
 from docker import DockerClient
 
 from tf29env import engine, labels, tags
 from tf29env.errors import EXIT_TEST, UserError
 from tf29env.facts import probe
-
-Log = Callable[[str], None]
+from tf29env.log import Log
 
 
 def verify(client: DockerClient, image: str, log: Log) -> list[str]:
