@@ -19,11 +19,11 @@ from bench import builds, contexts, incontainer, machine, report, sizes, slim, s
 from bench.errors import BenchError
 from bench.stats import ratio, summarize
 from tests.helpers.ssh import make_keypair
-from tf29env import context, engine, tags
+from tf29env import context, engine, labels, tags
 from tf29env.errors import EXIT_ENGINE, UserError
 from tf29env.log import Log
 from tf29env.paths import REPO
-from tf29env.variants import VARIANTS, Variant, standin_base
+from tf29env.variants import VARIANTS, Variant
 
 DEFAULT_OUTPUT = REPO / "bench" / "results" / "latest.json"
 HOST_CA_DIR = Path("/usr/local/share/ca-certificates")
@@ -103,7 +103,7 @@ def measure_builds(client: DockerClient, args: argparse.Namespace, variant: Vari
     say(f"{variant.name}: build.py's build again, nothing changed")
     result["tool_nochange_s"] = round(builds.tool_rebuild(client, variant, args.ca_cert, tag, log), 1)
     original = contexts.standard(ca_files)
-    base = standin_base(variant)
+    base = variant.standin_base
     warm: dict[str, Any] = {}
     steps: dict[str, str] = {}
     for case in (*SCRIPT_CASES, "requirements"):
@@ -145,10 +145,9 @@ def measure_runs(client: DockerClient, image: str, runs: int, public_key: str) -
 
 
 def variant_of(client: DockerClient, image: str) -> str:
-    labels = engine.inspect(client, image)["Config"].get("Labels") or {}
-    name = str(labels.get("io.tf29-env.variant") or "")
+    name = labels.of_image(engine.inspect(client, image)).get(labels.VARIANT, "")
     if name not in VARIANTS:
-        raise BenchError(f"--image {image}: no io.tf29-env.variant label (gpu or cpu): not built by build.py")
+        raise BenchError(f"--image {image}: no {labels.VARIANT} label (gpu or cpu): not built by build.py")
     return name
 
 
@@ -185,7 +184,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
                     say(f"{name}: the slim Dockerfile (a whole build: minutes)")
                     tagged.append(f"{slim.SLIM_TAG_PREFIX}{name}")
                     result["slim"] = slim.measure(client, contexts.standard(context.ca_files(args.ca_cert)),
-                                                  standin_base(variant), variant, size, log)
+                                                  variant.standin_base, variant, size, log)
                 document["variants"][name] = result
                 # Written after each variant, so that a later failure keeps what was measured.
                 report.write(document, args.output)

@@ -9,7 +9,7 @@ from docker import DockerClient
 
 from bench import layers
 from bench.errors import BenchError
-from tf29env import engine
+from tf29env import engine, labels
 from tf29env.facts import run_in_image
 
 TOP_PACKAGES = 10
@@ -68,11 +68,10 @@ class ImageSize:
 
 
 def base_of(client: DockerClient, image: str) -> str:
-    """The base named by build.py's label (org.opencontainers.image.base.name)."""
-    labels = engine.inspect(client, image)["Config"].get("Labels") or {}
-    base = str(labels.get("org.opencontainers.image.base.name") or "")
+    """The base named by build.py's label."""
+    base = labels.of_image(engine.inspect(client, image)).get(labels.BASE, "")
     if not base:
-        raise BenchError(f"{image} has no org.opencontainers.image.base.name label: not built by build.py")
+        raise BenchError(f"{image} has no {labels.BASE} label: not built by build.py")
     return base
 
 

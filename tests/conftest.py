@@ -11,9 +11,9 @@ from docker import DockerClient
 
 from tests.helpers.containers import TrackedContainer
 from tests.helpers.ssh import KeyPair, make_keypair
-from tf29env import engine
+from tf29env import engine, labels
 from tf29env.build_image import BuildRequest, build
-from tf29env.variants import VARIANTS
+from tf29env.variants import DEFAULT_VARIANT, VARIANTS
 
 # Debian keeps locally added CAs here; behind a TLS-intercepting proxy the build needs them.
 HOST_EXTRA_CAS = Path("/usr/local/share/ca-certificates")
@@ -50,8 +50,7 @@ def image(docker_client: DockerClient) -> str:
 def variant(docker_client: DockerClient, image: str) -> str:
     """gpu or cpu, from the label build.py sets (an image without it is taken as gpu): the image
     tests hold both variants to what each must be."""
-    labels = docker_client.images.get(image).attrs["Config"].get("Labels") or {}
-    found = str(labels.get("io.tf29-env.variant") or "gpu")
+    found = labels.of_image(docker_client.images.get(image).attrs).get(labels.VARIANT) or DEFAULT_VARIANT
     assert found in VARIANTS, f"{image}: unknown variant label {found!r}"
     return found
 

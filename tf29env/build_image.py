@@ -20,7 +20,7 @@ from tf29env.errors import EXIT_BUILD, UserError
 from tf29env.facts import ImageFacts, probe
 from tf29env.log import Log
 from tf29env.paths import REPO, cache_dir
-from tf29env.variants import Variant, standin_base
+from tf29env.variants import REPOSITORY, STANDIN_CUDA, STANDIN_OS, Variant
 
 
 @dataclass
@@ -34,7 +34,7 @@ class BuildRequest:
     network: NetworkInputs = field(default_factory=NetworkInputs)
     cache_from: list[str] = field(default_factory=list)
     source: str = ""  # the repository URL for the source label; "" = git's origin
-    repository: str = "tf29-env"  # where the default reference goes
+    repository: str = REPOSITORY  # where the default reference goes
 
 
 @dataclass(frozen=True)
@@ -51,10 +51,10 @@ class BuildResult:
 def resolve_base(client: DockerClient, request: BuildRequest, log: Log) -> str:
     """The base reference, made (stand-in) or pulled if the engine lacks it."""
     if request.base == "standin":
-        return standin.ensure(client, log, cuda=request.variant.standin_cuda)
+        return standin.ensure(client, log, request.variant.standin_base)
     base = request.base or request.variant.default_base
-    if base in (standin.OS_IMAGE, standin.CUDA_IMAGE):
-        return standin.ensure(client, log, cuda=base == standin.CUDA_IMAGE)
+    if base in (STANDIN_OS, STANDIN_CUDA):
+        return standin.ensure(client, log, base)
     repository, tag = tags.split_reference(base, "--base")
     local = engine.image_exists(client, base)
     if not local or request.pull:
@@ -136,8 +136,3 @@ def build(client: DockerClient, request: BuildRequest, log: Log) -> BuildResult:
         engine.remove_dangling(client, first)
     return BuildResult(image=image, image_id=final, base=base, variant=request.variant.name, facts=facts,
                        meta=meta, version=version)
-
-
-
-
-__all__ = ["BuildRequest", "BuildResult", "build", "resolve_base", "standin_base"]

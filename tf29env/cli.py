@@ -10,7 +10,7 @@ from typing import NoReturn
 from tf29env import commands
 from tf29env.errors import UserError
 from tf29env.paths import DEFAULT_OUTPUT, SIZE_BASELINE
-from tf29env.variants import VARIANTS
+from tf29env.variants import DEFAULT_VARIANT, REPOSITORY, VARIANTS
 
 
 class Parser(argparse.ArgumentParser):
@@ -27,10 +27,14 @@ def add_common(parser: argparse.ArgumentParser, *, json_flag: bool = True) -> No
         parser.add_argument("--json", action="store_true", help="print one JSON object on stdout, logs on stderr")
 
 
+def add_variant(parser: argparse.ArgumentParser, what: str, default: str | None = DEFAULT_VARIANT) -> None:
+    parser.add_argument("--variant", choices=sorted(VARIANTS), default=default,
+                        help=f"{what} (default: {default or 'the last build of any'})")
+
+
 def add_image(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("image", nargs="?", help=f"image to {what} (default: the last build's, see --variant)")
-    parser.add_argument("--variant", choices=sorted(VARIANTS),
-                        help="use the last build of this variant (default: the last build of any)")
+    add_variant(parser, "use the last build of this variant", default=None)
 
 
 def make_parser() -> Parser:
@@ -38,16 +42,16 @@ def make_parser() -> Parser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     base = sub.add_parser("base", help="bootstrap the stand-in base images (Debian 11 + CUDA 11 libraries)")
-    base.add_argument("--variant", choices=sorted(VARIANTS), default="gpu",
-                      help="gpu: with the CUDA libraries (default); cpu: plain Debian 11")
+    add_variant(base, "gpu: Debian 11 with the CUDA libraries; cpu: plain Debian 11")
 
     bld = sub.add_parser("build", help="build, label and tag the image; write its manifest; run the size gate")
-    bld.add_argument("--variant", choices=sorted(VARIANTS), default="gpu", help="gpu (default) or cpu")
+    add_variant(bld, "gpu: TensorFlow with CUDA; cpu: tensorflow-cpu")
     bld.add_argument("--base", help="'standin' (local stand-in, bootstrapped if missing) or any image reference; "
                                     "default: the variant's official base")
     bld.add_argument("--ca-cert", action="append", type=Path, default=[], metavar="PATH",
                      help="extra CA certificate file or directory, for TLS-intercepting proxies (repeatable)")
-    bld.add_argument("--repository", default="tf29-env", help="repository the computed tags go to (default: tf29-env)")
+    bld.add_argument("--repository", default=REPOSITORY,
+                     help=f"repository the computed tags go to (default: {REPOSITORY})")
     bld.add_argument("--tag", help="one more reference for the image, reported as 'image' "
                                    "(default: REPOSITORY:<full computed tag>)")
     bld.add_argument("--source", default="", help="URL for the source label (default: git's remote.origin.url)")

@@ -10,7 +10,7 @@ from typing import Any
 
 from docker import DockerClient
 
-from tf29env import context, engine, manifest, push, records, sizegate, standin, tags
+from tf29env import context, engine, labels, manifest, push, records, sizegate, standin, tags
 from tf29env.build_image import BuildRequest, BuildResult, build
 from tf29env.config import NetworkInputs
 from tf29env.errors import EXIT_TEST, UserError
@@ -38,7 +38,7 @@ def logger(args: argparse.Namespace) -> Log:
 def cmd_base(args: argparse.Namespace) -> int:
     log = logger(args)
     client = engine.connect()
-    log(f"stand-in base ready: {standin.ensure(client, log, cuda=VARIANTS[args.variant].standin_cuda)}")
+    log(f"stand-in base ready: {standin.ensure(client, log, VARIANTS[args.variant].standin_base)}")
     return 0
 
 
@@ -173,11 +173,10 @@ def cmd_size(args: argparse.Namespace) -> int:
     baseline = sizegate.load(args.size_baseline)
     client = engine.connect()
     attrs = engine.inspect(client, image)
-    image_labels = attrs["Config"].get("Labels") or {}
-    variant = image_labels.get("io.tf29-env.variant", "")
-    base = image_labels.get("org.opencontainers.image.base.name", "")
+    image_labels = labels.of_image(attrs)
+    variant, base = image_labels.get(labels.VARIANT, ""), image_labels.get(labels.BASE, "")
     if not variant or not base:
-        raise UserError(f"{image} has no io.tf29-env.variant / base.name labels: not built by build.py")
+        raise UserError(f"{image} has no {labels.VARIANT} / {labels.BASE} labels: not built by build.py")
     size = int(attrs["Size"])
     log = logger(args)
     if args.record:

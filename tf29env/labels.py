@@ -5,10 +5,14 @@ LABEL_ARGS' values; `expected` is what `build.py test` compares the built image'
 """
 
 from dataclasses import dataclass
+from typing import Any
 
 from tf29env.facts import ImageFacts
 
-TITLE = "tf29-env"
+# The keys read back from built images (by build.py, bench and the tests).
+VARIANT = "io.tf29-env.variant"  # a key of tf29env.variants.VARIANTS
+BASE = "org.opencontainers.image.base.name"
+BASE_DIGEST = "org.opencontainers.image.base.digest"
 
 # label -> the Dockerfile ARG that sets it (prefixed, so that no base image ENV can shadow them).
 LABEL_ARGS = {
@@ -16,8 +20,8 @@ LABEL_ARGS = {
     "org.opencontainers.image.revision": "REVISION",
     "org.opencontainers.image.created": "CREATED",
     "org.opencontainers.image.source": "SOURCE",
-    "org.opencontainers.image.base.name": "BASE_IMAGE",
-    "org.opencontainers.image.base.digest": "BASE_DIGEST",
+    BASE: "BASE_IMAGE",
+    BASE_DIGEST: "BASE_DIGEST",
     "io.tf29-env.tensorflow.version": "LABEL_TF_VERSION",
     "io.tf29-env.tensorflow.cuda": "LABEL_TF_CUDA",
     "io.tf29-env.tensorflow.cudnn": "LABEL_TF_CUDNN",
@@ -26,7 +30,12 @@ LABEL_ARGS = {
     "io.tf29-env.python.version": "LABEL_PYTHON",
     "io.tf29-env.os": "LABEL_OS",
 }
-FIXED_LABELS = ("org.opencontainers.image.title", "org.opencontainers.image.description", "io.tf29-env.variant")
+FIXED_LABELS = ("org.opencontainers.image.title", "org.opencontainers.image.description", VARIANT)
+
+
+def of_image(attrs: dict[str, Any]) -> dict[str, str]:
+    """An image's labels, from its `docker inspect` attributes ({} for an image without any)."""
+    return {str(key): str(value) for key, value in (attrs["Config"].get("Labels") or {}).items()}
 
 
 @dataclass(frozen=True)
@@ -47,8 +56,8 @@ def expected(facts: ImageFacts, meta: BuildMeta, version: str) -> dict[str, str]
         "org.opencontainers.image.revision": meta.revision,
         "org.opencontainers.image.created": meta.created,
         "org.opencontainers.image.source": meta.source,
-        "org.opencontainers.image.base.name": meta.base,
-        "org.opencontainers.image.base.digest": meta.base_digest,
+        BASE: meta.base,
+        BASE_DIGEST: meta.base_digest,
         "io.tf29-env.tensorflow.version": facts.tensorflow,
         "io.tf29-env.tensorflow.cuda": facts.tf_cuda if facts.tf_cuda_build else "",
         "io.tf29-env.tensorflow.cudnn": facts.tf_cudnn if facts.tf_cuda_build else "",
@@ -66,8 +75,8 @@ def buildargs(values: dict[str, str]) -> dict[str, str]:
 def facts_problems(facts: ImageFacts, labels: dict[str, str]) -> list[str]:
     """Where the image's labels disagree with what the image holds (or lack a label)."""
     problems = [f"label {name} is missing" for name in (*LABEL_ARGS, *FIXED_LABELS) if name not in labels]
-    if labels.get("io.tf29-env.variant") not in (None, facts.variant):
-        problems.append(f"label io.tf29-env.variant is {labels['io.tf29-env.variant']!r}, the image is {facts.variant}")
+    if labels.get(VARIANT) not in (None, facts.variant):
+        problems.append(f"label {VARIANT} is {labels[VARIANT]!r}, the image is {facts.variant}")
     meta = BuildMeta("", "", "", "", "")
     for name, value in expected(facts, meta, "").items():
         if name.startswith("io.tf29-env.") and name in labels and labels[name] != value:

@@ -8,7 +8,7 @@ from typing import Any
 
 from docker import DockerClient
 
-from tf29env import engine
+from tf29env import engine, labels
 from tf29env.facts import run_in_image
 
 SELFCHECK = ["/usr/local/bin/selfcheck"]
@@ -43,14 +43,14 @@ def collect(client: DockerClient, *, image: str, refs: list[str], facts: dict[st
             build_inputs: dict[str, str]) -> tuple[Manifest, dict[str, Any]]:
     """The manifest of a built image and its raw inventory (package sizes, for the size gate)."""
     attrs = engine.inspect(client, image)
-    config_labels = dict(attrs["Config"].get("Labels") or {})
+    config_labels = labels.of_image(attrs)
     inventory = run_in_image(client, image, "inventory")
     status, output = engine.run_command(client, image, SELFCHECK)
     manifest = Manifest(
-        image=image, image_id=str(attrs["Id"]), variant=config_labels.get("io.tf29-env.variant", ""),
+        image=image, image_id=str(attrs["Id"]), variant=config_labels.get(labels.VARIANT, ""),
         refs=refs, size_bytes=int(attrs["Size"]),
-        base=config_labels.get("org.opencontainers.image.base.name", ""),
-        base_digest=config_labels.get("org.opencontainers.image.base.digest", ""),
+        base=config_labels.get(labels.BASE, ""),
+        base_digest=config_labels.get(labels.BASE_DIGEST, ""),
         labels=config_labels, facts=facts, build_inputs=build_inputs,
         pip_freeze=list(inventory["pip_freeze"]),
         dpkg=[{"name": p["name"], "version": p["version"]} for p in inventory["dpkg"]],

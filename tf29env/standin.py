@@ -1,6 +1,6 @@
 """The stand-in base images, made without any registry: Debian 11 bootstrapped from Debian's
-archive (``OS_IMAGE``, the cpu variant's base) and the same plus NVIDIA's CUDA 11 libraries from
-PyPI (``CUDA_IMAGE``, the gpu variant's base). Debian 11 has Ubuntu 20.04's glibc (2.31)."""
+archive (``STANDIN_OS``, the cpu variant's base) and the same plus NVIDIA's CUDA 11 libraries from
+PyPI (``STANDIN_CUDA``, the gpu variant's base). Debian 11 has Ubuntu 20.04's glibc (2.31)."""
 
 import shutil
 import subprocess
@@ -16,9 +16,8 @@ from tf29env import context, engine, imagebuild
 from tf29env.errors import EXIT_BUILD, UserError
 from tf29env.log import Log
 from tf29env.paths import REPO, cache_dir
+from tf29env.variants import STANDIN_CUDA, STANDIN_OS
 
-OS_IMAGE = "tf29-env-standin:bullseye"
-CUDA_IMAGE = "tf29-env-standin:bullseye-cuda11"
 SUITE = "bullseye"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 
@@ -49,19 +48,19 @@ deb {security} bullseye-security main
 
 
 
-def ensure(client: DockerClient, log: Log, *, cuda: bool, mirror: str = DEFAULT_MIRROR) -> str:
-    """The stand-in image (with or without CUDA), made only if the engine lacks it."""
-    if not engine.image_exists(client, OS_IMAGE):
+def ensure(client: DockerClient, log: Log, image: str, *, mirror: str = DEFAULT_MIRROR) -> str:
+    """The stand-in IMAGE (STANDIN_OS or STANDIN_CUDA), made only if the engine lacks it."""
+    if image not in (STANDIN_OS, STANDIN_CUDA):
+        raise ValueError(f"{image} is not a stand-in base")
+    if not engine.image_exists(client, STANDIN_OS):
         bootstrap_os(client, log, mirror)
-    if not cuda:
-        return OS_IMAGE
-    if not engine.image_exists(client, CUDA_IMAGE):
+    if image == STANDIN_CUDA and not engine.image_exists(client, STANDIN_CUDA):
         add_cuda(client, log)
-    return CUDA_IMAGE
+    return image
 
 
 def bootstrap_os(client: DockerClient, log: Log, mirror: str = DEFAULT_MIRROR) -> None:
-    """debootstrap Debian 11 into a scratch folder and import it as OS_IMAGE."""
+    """debootstrap Debian 11 into a scratch folder and import it as STANDIN_OS."""
     if shutil.which("debootstrap") is None:
         raise UserError("debootstrap is not installed (Debian: apt-get install debootstrap)")
     work = cache_dir() / "rootfs"
@@ -80,9 +79,9 @@ def bootstrap_os(client: DockerClient, log: Log, mirror: str = DEFAULT_MIRROR) -
             if entry.is_file():
                 entry.unlink()
     tarball = work / "rootfs.tar"
-    log(f"importing the root filesystem as {OS_IMAGE}")
+    log(f"importing the root filesystem as {STANDIN_OS}")
     run(["tar", "--numeric-owner", "-C", str(rootfs), "-cf", str(tarball), "."])
-    repository, tag = OS_IMAGE.split(":")
+    repository, tag = STANDIN_OS.split(":")
     client.api.import_image_from_file(
         str(tarball),
         repository=repository,
@@ -97,7 +96,7 @@ def bootstrap_os(client: DockerClient, log: Log, mirror: str = DEFAULT_MIRROR) -
 
 
 def add_cuda(client: DockerClient, log: Log) -> None:
-    """Build CUDA_IMAGE: OS_IMAGE plus the CUDA libraries, unpacked on the host from the wheels."""
+    """Build STANDIN_CUDA: STANDIN_OS plus the CUDA libraries, unpacked on the host from the wheels."""
     wheels = download_wheels(log)
     with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
         tar_path = Path(tmp) / "context.tar"
@@ -105,9 +104,9 @@ def add_cuda(client: DockerClient, log: Log) -> None:
             context.add_file(tar, "Dockerfile", (REPO / "standin" / "Dockerfile").read_bytes())
             for wheel in wheels:
                 add_libraries(tar, wheel)
-        log(f"building {CUDA_IMAGE} (CUDA 11 libraries on {OS_IMAGE})")
+        log(f"building {STANDIN_CUDA} (CUDA 11 libraries on {STANDIN_OS})")
         with tar_path.open("rb") as fileobj:
-            imagebuild.build_context(client, fileobj, tag=CUDA_IMAGE, buildargs={"OS_IMAGE": OS_IMAGE}, log=log)
+            imagebuild.build_context(client, fileobj, tag=STANDIN_CUDA, buildargs={"OS_IMAGE": STANDIN_OS}, log=log)
 
 
 def download_wheels(log: Log) -> list[Path]:

@@ -15,7 +15,7 @@ def verify(client: DockerClient, image: str, log: Log) -> list[str]:
     """Check image's tags and labels; the tags checked. Raises (exit 5) listing every problem."""
     attrs = engine.inspect(client, image)
     facts = probe(client, image)
-    image_labels = dict(attrs["Config"].get("Labels") or {})
+    image_labels = labels.of_image(attrs)
     problems = labels.facts_problems(facts, image_labels)
     status, output = engine.run_command(client, image, [engine.IMAGE_PYTHON, "-m", "pip", "check"])
     if status != 0:

@@ -12,7 +12,7 @@ from docker import DockerClient
 
 from tests.build.conftest import REPOSITORY, build_py, ca_args, untag_repository
 from tf29env import engine, sizegate
-from tf29env.standin import OS_IMAGE
+from tf29env.variants import STANDIN_OS
 
 BROKEN_BASE = f"{REPOSITORY}-broken:no-apt"
 
@@ -61,7 +61,7 @@ def test_image_not_on_engine() -> None:
 @pytest.fixture
 def broken_base(docker_client: DockerClient) -> Iterator[str]:
     """The stand-in Debian without apt-get: the Dockerfile's first RUN step must fail on it."""
-    dockerfile = f"FROM {OS_IMAGE}\nRUN rm /usr/bin/apt-get\n".encode()
+    dockerfile = f"FROM {STANDIN_OS}\nRUN rm /usr/bin/apt-get\n".encode()
     docker_client.images.build(fileobj=io.BytesIO(dockerfile), tag=BROKEN_BASE, rm=True)
     yield BROKEN_BASE
     docker_client.images.remove(BROKEN_BASE, force=True)

@@ -11,11 +11,11 @@ from docker import DockerClient
 
 from tests.build.conftest import REPOSITORY, build_py, ca_args, untag_repository
 from tf29env import engine, labels
-from tf29env.standin import CUDA_IMAGE, OS_IMAGE
+from tf29env.variants import VARIANTS as BUILD_VARIANTS
 
 # What the stand-in bases hold: Debian 11's python3 (3.9), TF 2.9.3 built for CUDA 11.2 / cuDNN 8.
 FULL_TAGS = {"gpu": "2.9.3-gpu-cuda11.2-cudnn8-py3.9-debian11", "cpu": "2.9.3-cpu-py3.9-debian11"}
-BASES = {"gpu": CUDA_IMAGE, "cpu": OS_IMAGE}
+BASES = {name: variant.standin_base for name, variant in BUILD_VARIANTS.items()}
 VARIANTS = ["cpu", "gpu"]
 
 

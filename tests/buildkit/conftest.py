@@ -17,6 +17,7 @@ from tests.conftest import BUILD_LOG, host_ca_certs
 from tf29env import standin
 from tf29env.context import CONTEXT_PATHS
 from tf29env.paths import REPO
+from tf29env.variants import VARIANTS
 
 TAG = "tf29-env:test-buildkit"
 LOG = BUILD_LOG.with_name("test-buildkit-build.log")
@@ -42,7 +43,8 @@ def buildkit_image(docker_client: DockerClient, tmp_path_factory: pytest.TempPat
     assert version.returncode == 0, f"docker buildx is missing (scripts/host-setup.sh installs it): {version.stderr}"
     LOG.parent.mkdir(exist_ok=True)
     with LOG.open("w") as log_file:
-        base = standin.ensure(docker_client, lambda line: print(line, file=log_file, flush=True), cuda=True)
+        base = standin.ensure(docker_client, lambda line: print(line, file=log_file, flush=True),
+                               VARIANTS["gpu"].standin_base)
         context = user_context(tmp_path_factory.mktemp("buildkit-context"))
         built = subprocess.run(["docker", "buildx", "build", "--progress", "plain", "--load",
                                 "--build-arg", f"BASE_IMAGE={base}", "--tag", TAG, str(context)],
