@@ -35,6 +35,18 @@ class BuildRequest:
     cache_from: list[str] = field(default_factory=list)
     source: str = ""  # the repository URL for the source label; "" = git's origin
     repository: str = REPOSITORY  # where the default reference goes
+    ca_files: list[Path] = field(init=False)  # the certificate files ca_certs names
+
+    def __post_init__(self) -> None:
+        """Every input is checked here, when the request is made: before the engine is asked
+        anything, so that bad input stops with one line and nothing half-starts."""
+        self.network.validate()
+        tags.validate_repository(self.repository)
+        if self.tag:
+            tags.split_reference(self.tag)
+        for ref in self.cache_from:
+            tags.split_reference(ref, "--cache-from")
+        self.ca_files = context.ca_files(self.ca_certs)
 
 
 @dataclass(frozen=True)
@@ -95,10 +107,6 @@ def git_revision() -> str:
 
 def build(client: DockerClient, request: BuildRequest, log: Log) -> BuildResult:
     """Build, probe and label the image; tag it as request.tag (or its full computed tag)."""
-    request.network.validate()
-    if request.tag:
-        tags.split_reference(request.tag)
-    ca_certs = context.ca_files(request.ca_certs)
     base = resolve_base(client, request, log)
     created = datetime.datetime.now(datetime.UTC)
     meta = labels.BuildMeta(
@@ -108,7 +116,7 @@ def build(client: DockerClient, request: BuildRequest, log: Log) -> BuildResult:
     )
     buildargs = {"BASE_IMAGE": base, "VARIANT": request.variant.name, **request.network.buildargs()}
     with tempfile.TemporaryFile(dir=cache_dir()) as fileobj:
-        context.write(fileobj, ca_certs)
+        context.write(fileobj, request.ca_files)
 
         def run(args: dict[str, str], nocache: bool, pull: bool, cache_from: list[str]) -> str:
             fileobj.seek(0)

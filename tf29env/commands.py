@@ -10,7 +10,7 @@ from typing import Any
 
 from docker import DockerClient
 
-from tf29env import context, engine, labels, manifest, push, records, sizegate, standin, tags
+from tf29env import engine, labels, manifest, push, records, sizegate, standin, tags
 from tf29env.build_image import BuildRequest, BuildResult, build
 from tf29env.config import NetworkInputs
 from tf29env.errors import EXIT_TEST, UserError
@@ -45,20 +45,14 @@ def cmd_base(args: argparse.Namespace) -> int:
 def cmd_build(args: argparse.Namespace) -> int:
     network = NetworkInputs(args.pip_index_url, args.pip_extra_index_url, args.apt_mirror,
                             args.http_proxy, args.https_proxy, args.no_proxy)
-    # Every input is checked before the engine is asked anything, so that nothing half-starts.
-    network.validate()
-    tags.validate_repository(args.repository)
-    if args.tag:
-        tags.split_reference(args.tag)
-    for ref in args.cache_from:
-        tags.split_reference(ref, "--cache-from")
-    context.ca_files(args.ca_cert)
-    baseline = sizegate.load(args.size_baseline)
-    records.variant_dir(args.output_dir, args.variant)
-    client = engine.connect()
+    # Every input is checked before the engine is asked anything, so that nothing half-starts:
+    # the request checks its own, then the size baseline and the output folder.
     request = BuildRequest(variant=VARIANTS[args.variant], base=args.base, tag=args.tag or "",
                            ca_certs=args.ca_cert, nocache=args.no_cache, pull=args.pull, network=network,
                            cache_from=args.cache_from, source=args.source, repository=args.repository)
+    baseline = sizegate.load(args.size_baseline)
+    directory = records.variant_dir(args.output_dir, args.variant)
+    client = engine.connect()
     progress = Progress(sys.stderr if args.json else sys.stdout, live=False if args.plain else None)
     try:
         result = build(client, request, progress)
@@ -70,10 +64,9 @@ def cmd_build(args: argparse.Namespace) -> int:
     log("==> writing the manifest (pip freeze, dpkg list, a CPU self-check run)")
     built, inventory = manifest.collect(client, image=result.image, refs=refs, facts=result.facts.to_dict(),
                                         build_inputs=network.shown())
-    directory = records.variant_dir(args.output_dir, result.variant)
     paths = manifest.write(directory, built)
     entry = baseline["images"].get(sizegate.key(result.variant, result.base))
-    limit = args.max_growth if args.max_growth is not None else float(baseline.get("max_growth_percent", 20))
+    limit = sizegate.limit(baseline, args.max_growth)
     verdict = sizegate.judge(built.size_bytes, None if args.no_size_gate or not entry else int(entry["bytes"]), limit)
     record = {
         "image": result.image, "id": result.image_id, "variant": result.variant, "base": result.base,
@@ -184,7 +177,7 @@ def cmd_size(args: argparse.Namespace) -> int:
         log(f"recorded {manifest.human_size(size)} for {sizegate.key(variant, base)} in {args.size_baseline}")
         return 0
     entry = baseline["images"].get(sizegate.key(variant, base))
-    limit = args.max_growth if args.max_growth is not None else float(baseline.get("max_growth_percent", 20))
+    limit = sizegate.limit(baseline, args.max_growth)
     verdict = sizegate.judge(size, int(entry["bytes"]) if entry else None, limit)
     if args.json:
         print(json.dumps({"image": image, "ok": verdict.ok, "size": size, "baseline": verdict.baseline,

@@ -32,6 +32,11 @@ def load(path: Path) -> dict[str, Any]:
     return data
 
 
+def limit(baseline: dict[str, Any], override: float | None) -> float:
+    """The allowed growth in percent: --max-growth, else the baseline file's, else the default."""
+    return override if override is not None else float(baseline.get("max_growth_percent", DEFAULT_MAX_GROWTH))
+
+
 def record(path: Path, variant: str, base: str, size: int, image: str) -> None:
     data = load(path)
     data.setdefault("max_growth_percent", DEFAULT_MAX_GROWTH)

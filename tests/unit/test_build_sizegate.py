@@ -16,6 +16,13 @@ def test_judge() -> None:
     assert sizegate.judge(150, 100, 20).growth_percent == 50
 
 
+def test_limit_flag_then_file_then_default() -> None:
+    assert sizegate.limit({"max_growth_percent": 5}, 7.5) == 7.5
+    assert sizegate.limit({"max_growth_percent": 5}, None) == 5.0
+    assert sizegate.limit({"images": {}}, None) == sizegate.DEFAULT_MAX_GROWTH
+    assert sizegate.limit({}, 0.0) == 0.0  # --max-growth 0 is a limit, not "unset"
+
+
 def test_record_and_load(tmp_path: Path) -> None:
     path = tmp_path / "baseline.json"
     sizegate.record(path, "gpu", "tf29-env-standin:bullseye-cuda11", 4_000, "tf29-env:x")
