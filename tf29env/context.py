@@ -11,7 +11,8 @@ from pathlib import Path
 from tf29env.errors import UserError
 from tf29env.paths import REPO
 
-# What the Dockerfile COPYs; keep in step with .dockerignore.
+# What the Dockerfile COPYs; .dockerignore lets the same through for plain `docker build .`
+# (tests/unit/test_build_context.py holds the two together).
 CONTEXT_PATHS = ("Dockerfile", "requirements.txt", "ca-certs", "image")
 PEM_MARKER = b"-----BEGIN CERTIFICATE-----"
 
@@ -65,10 +66,10 @@ def write(fileobj: io.BufferedIOBase | io.BytesIO, ca_certs: list[Path]) -> None
 
 
 # Local tool output that must neither ship in the image nor change its cache keys.
-_EXCLUDED_DIRS = ("__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache")
+EXCLUDED_DIRS = ("__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache")
 
 
 def _exclude_bytecode(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-    if any(part in _EXCLUDED_DIRS for part in info.name.split("/")) or info.name.endswith(".pyc"):
+    if any(part in EXCLUDED_DIRS for part in info.name.split("/")) or info.name.endswith(".pyc"):
         return None
     return _reset(info)
