@@ -1,5 +1,6 @@
-"""Runs INSIDE the image (Python 3.8 or 3.9, stdlib only), never imported on the host: prints one
-JSON object about what the image really holds, for tags, labels and the manifest.
+"""Runs INSIDE the image (Python 3.8 or 3.9, stdlib and the image's own selfcheck package), never
+imported on the host: prints one JSON object about what the image really holds, for tags,
+labels and the manifest.
 
 `facts` imports TensorFlow and asks the CUDA / cuDNN libraries themselves for their versions, so
 that a tag can never claim more than the image carries; `inventory` lists packages and sizes.
@@ -8,13 +9,17 @@ that a tag can never claim more than the image carries; `inventory` lists packag
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import platform
 import subprocess
 import sys
 from typing import Any
+
+# The self-check's library readers, from where the Dockerfile puts the project's image files, so
+# that the facts behind the tags and the self-check's verdicts come from the same code.
+sys.path.insert(0, "/opt/tf29-env")
+from selfcheck import cudalib
 
 
 def os_release() -> dict[str, str]:
@@ -27,38 +32,26 @@ def os_release() -> dict[str, str]:
     return fields
 
 
-def load(names: list[str]) -> ctypes.CDLL | None:
-    for name in names:
-        try:
-            return ctypes.CDLL(name)
-        except OSError:
-            continue
-    return None
-
-
 def cuda_runtime() -> dict[str, str]:
     """The CUDA runtime's version. cudaRuntimeGetVersion needs a driver (it answers 35 without one),
     so on a host without a GPU the version the base image declares (CUDA_VERSION) stands in,
     and `source` says which it was. Empty when there is no libcudart at all (cpu variant)."""
-    lib = load(["libcudart.so.11.0", "libcudart.so"])
+    lib, _ = cudalib.load("libcudart.so.11.0")
     if lib is None:
         return {"version": "", "source": ""}
-    out = ctypes.c_int(0)
-    if lib.cudaRuntimeGetVersion(ctypes.byref(out)) == 0 and out.value:
-        # 1000*major + 10*minor
-        return {"version": f"{out.value // 1000}.{out.value % 1000 // 10}", "source": "libcudart"}
+    status, value = cudalib.int_out(lib, "cudaRuntimeGetVersion")
+    if status == 0 and value:
+        return {"version": cudalib.version_text(value, (1000, 10)), "source": "libcudart"}
     declared = os.environ.get("CUDA_VERSION", "")
     return {"version": ".".join(declared.split(".")[:2]), "source": "CUDA_VERSION" if declared else ""}
 
 
 def cudnn_runtime() -> str:
-    """cuDNN's own version (no driver needed): 1000*major + 100*minor + patch for cuDNN 8."""
-    lib = load(["libcudnn.so.8", "libcudnn.so"])
+    """cuDNN's own version (no driver needed)."""
+    lib, _ = cudalib.load("libcudnn.so.8")
     if lib is None:
         return ""
-    lib.cudnnGetVersion.restype = ctypes.c_size_t
-    number = int(lib.cudnnGetVersion())
-    return f"{number // 1000}.{number % 1000 // 100}.{number % 100}"
+    return cudalib.version_text(cudalib.size_t_call(lib, "cudnnGetVersion"), (1000, 100, 1))
 
 
 def facts() -> dict[str, Any]:
