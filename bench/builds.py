@@ -15,9 +15,6 @@ from tf29env.config import NetworkInputs
 from tf29env.log import Log
 from tf29env.variants import Variant
 
-# build_image.build logs this line when its first pass (the docker build proper) is done.
-FIRST_PASS_DONE = "==> reading what the image holds"  # noqa: S105 - a log line
-
 
 def buildargs(base: str, variant: Variant) -> dict[str, str]:
     """The build args of build.py's first pass, less the label-only ones (REVISION, CREATED), which
@@ -44,19 +41,12 @@ def drop_replaced(client: DockerClient, old_id: str, new_id: str) -> None:
 
 def cold(client: DockerClient, variant: Variant, ca_certs: list[Path], tag: str, log: Log) -> ColdBuild:
     old_id = previous_id(client, tag)
-    marks: list[float] = []
-
-    def timed_log(line: str) -> None:
-        if line.startswith(FIRST_PASS_DONE):
-            marks.append(time.monotonic())
-        log(line)
-
     request = BuildRequest(variant=variant, base="standin", tag=tag, ca_certs=ca_certs, nocache=True)
     start = time.monotonic()
-    result = build(client, request, timed_log)
+    result = build(client, request, log)
     end = time.monotonic()
     drop_replaced(client, old_id, result.image_id)
-    return ColdBuild(result, (marks[0] if marks else end) - start, end - start)
+    return ColdBuild(result, result.first_pass_s, end - start)
 
 
 def tool_rebuild(client: DockerClient, variant: Variant, ca_certs: list[Path], tag: str, log: Log) -> float:

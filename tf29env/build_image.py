@@ -8,6 +8,7 @@ last block, so it costs seconds. The first pass's image is removed.
 import datetime
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,6 +59,7 @@ class BuildResult:
     facts: ImageFacts
     meta: labels.BuildMeta
     version: str  # the full computed tag
+    first_pass_s: float  # the docker build proper (every layer); the rest is the probe and the labels
 
 
 def resolve_base(client: DockerClient, request: BuildRequest, log: Log) -> str:
@@ -124,9 +126,11 @@ def build(client: DockerClient, request: BuildRequest, log: Log) -> BuildResult:
                                             pull=pull, cache_from=cache_from)
 
         log(f"==> building the {request.variant.name} variant on {base}")
+        started = time.monotonic()
         # --pull was done by resolve_base: the builder's own pull would fail on a local-only base.
         first = run({**buildargs, "REVISION": meta.revision, "CREATED": meta.created}, request.nocache, False,
                     request.cache_from)
+        first_pass_s = time.monotonic() - started
         log("==> reading what the image holds (TensorFlow, Python, OS, CUDA, cuDNN)")
         facts = probe(client, first)
         if facts.variant != request.variant.name:
@@ -143,4 +147,4 @@ def build(client: DockerClient, request: BuildRequest, log: Log) -> BuildResult:
     if first != final:
         engine.remove_dangling(client, first)
     return BuildResult(image=image, image_id=final, base=base, variant=request.variant.name, facts=facts,
-                       meta=meta, version=version)
+                       meta=meta, version=version, first_pass_s=first_pass_s)
