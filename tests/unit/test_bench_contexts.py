@@ -6,7 +6,7 @@ import tarfile
 
 import pytest
 
-from bench import builds, contexts, slim
+from bench import contexts, slim
 from tf29env.paths import REPO
 
 
@@ -81,8 +81,3 @@ def test_slim_dockerfile_needs_exactly_one_anchor() -> None:
     with pytest.raises(ValueError, match="has 2"):
         slim.slim_dockerfile(slim.APT_ANCHOR + slim.ANCHOR * 2)
 
-
-def test_the_first_pass_marker_is_a_line_build_py_logs() -> None:
-    """bench.builds times build.py's first pass up to this log line; if it changes, this fails."""
-    source = (REPO / "tf29env" / "build_image.py").read_text()
-    assert f'log("{builds.FIRST_PASS_DONE}' in source
