@@ -111,15 +111,6 @@ def parse_smi_query(text: str) -> Dict[str, object]:
             "gpus": names}
 
 
-def parse_smi_table(text: str) -> Dict[str, object]:
-    """Plain `nvidia-smi`: the header's driver / CUDA versions and the GPU names of the table
-    (truncated by nvidia-smi itself to the column width, e.g. 'Tesla V100-SXM2...')."""
-    header = re.search(r"Driver Version:\s*(\S+)\s+CUDA Version:\s*(\S+)", text)
-    names = re.findall(r"^\|\s+(\d+)\s+(.+?)\s{2,}(?:On|Off)\s+\|", text, re.M)
-    return {"driver": header.group(1) if header else None, "cuda": header.group(2) if header else None,
-            "gpus": [name for _, name in names]}
-
-
 # ---- compute capability -----------------------------------------------------------------------
 
 def parse_arch_list(archs: Sequence[str]) -> Tuple[List[Tuple[int, int]], List[Tuple[int, int]]]:
