@@ -54,10 +54,10 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="no builds at all: measure tf29-env:bench-VARIANT as it is (or --image)")
     parser.add_argument("--image", metavar="REF",
                         help="measure this image (built by build.py) instead of building; one variant, read from its "
-                             "io.tf29-env.variant label")
+                             f"{labels.VARIANT} label")
     parser.add_argument("--slim", action="append", choices=sorted(VARIANTS), default=[], metavar="VARIANT",
-                        help="for this variant (repeatable), also build the Dockerfile without apt caches, tests "
-                             "folders and TF headers, and compare (a whole build: minutes)")
+                        help="for this variant (repeatable), also build the Dockerfile without TensorFlow's C++ "
+                             "headers, and compare (a whole build: minutes)")
     parser.add_argument("--ca-cert", action="append", type=Path, metavar="PATH",
                         help=f"extra CA certificates for the builds (default: {HOST_CA_DIR} when it holds *.crt)")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, metavar="PATH",

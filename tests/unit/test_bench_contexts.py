@@ -59,25 +59,19 @@ def test_an_unknown_member_is_refused(original: bytes) -> None:
 
 def test_slim_dockerfile_removes_before_the_builds_own_checks() -> None:
     text = (REPO / "Dockerfile").read_text()
+    assert "tensorflow/include" not in text, "the Dockerfile does it already: nothing left to try"
     slimmed = slim.slim_dockerfile(text)
-    assert slimmed.count("-name tests") == 1 and "tensorflow/include" in slimmed
     # The removal sits between the pip install and `pip check` + the import line of the same RUN.
     install = slimmed.index("-r /opt/tf29-env/requirements.lock")
     import_line = slimmed.index('python -c "import tensorflow')
-    assert install < slimmed.index("-name tests") < slimmed.index(" && pip check") < import_line
-    # apt's caches go in the apt layer, before its own cleanup line.
-    apt_install, apt_lists = slimmed.index("apt-get install"), slimmed.index("rm -rf /var/lib/apt/lists")
-    assert apt_install < slimmed.index(" && apt-get clean") < apt_lists
-    # Only additions: taking out what slim added gives the Dockerfile back.
-    for added in (*slim.SLIM_LINES, slim.APT_LINE):
-        if added not in text:
-            slimmed = slimmed.replace(added, "")
-    assert slimmed == text
+    assert install < slimmed.index("tensorflow/include") < slimmed.index(" && pip check") < import_line
+    # Only an addition: taking it out gives the Dockerfile back.
+    assert slimmed.replace(slim.SLIM_LINE, "") == text
 
 
 def test_slim_dockerfile_needs_exactly_one_anchor() -> None:
     with pytest.raises(ValueError, match="expected exactly one"):
         slim.slim_dockerfile("FROM scratch\n")
     with pytest.raises(ValueError, match="has 2"):
-        slim.slim_dockerfile(slim.APT_ANCHOR + slim.ANCHOR * 2)
+        slim.slim_dockerfile(slim.ANCHOR * 2)
 
