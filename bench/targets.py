@@ -1,5 +1,6 @@
-"""The issue's targets (for the 2-core build machine and the CPU stand-in base), judged on a
-results document: met, missed, or not measured in this run."""
+"""The project's speed targets (set for the 2-core build machine and the CPU stand-in base: what a
+user waits for after an edit, a `docker run`, a start-up self-check), judged on a results
+document: met, missed, or not measured in this run."""
 
 from dataclasses import dataclass
 from typing import Any
