@@ -56,12 +56,8 @@ stop: ## stop and remove the tf29-env container (volumes stay)
 test: $(VENV)/.done ## run the whole test suite (builds the image on the stand-in base first)
 	$(PY) build.py test
 
-lint: $(VENV)/.done ## ruff, mypy, shellcheck, hadolint
-	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy
-	shellcheck -x -a image/entrypoint.sh
-	shellcheck image/bin/* image/ssh/profile.sh scripts/*.sh .ci/run $(wildcard compose/start.d/*.sh)
-	$(VENV)/bin/hadolint Dockerfile standin/Dockerfile
+lint: $(VENV)/.done ## ruff, mypy, shellcheck, hadolint (the list is tests/unit/test_lint.py)
+	$(PY) -m pytest -q -p no:cacheprovider tests/unit/test_lint.py
 
 bench: $(VENV)/.done ## measure size, build, start-up and self-check times (bench/README.md); minutes
 	$(PY) -m bench $(BENCH_ARGS)
