@@ -120,8 +120,11 @@ ENV NB_USER=${NB_USER} \
     TF_FORCE_GPU_ALLOW_GROWTH=true \
     CUDA_CACHE_MAXSIZE=4294967296 \
     JUPYTER_PORT=8888 \
-    JUPYTER_RUNTIME_DIR=/run/tf29-env/jupyter \
     TFENV_RUN_DIR=/run/tf29-env
+# TFENV_RUN_DIR is the one home of the run directory's path: the entrypoint, the healthcheck and the
+# self-check take it from the environment. Jupyter's runtime files go under it, also for `docker
+# exec ... jupyter server list`; a second ENV because one cannot use a variable it sets itself.
+ENV JUPYTER_RUNTIME_DIR=${TFENV_RUN_DIR}/jupyter
 
 EXPOSE 8888 22
 

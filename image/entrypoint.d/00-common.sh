@@ -1,7 +1,5 @@
 # shellcheck shell=bash
-# 00-common: logging and small helpers shared by the other pieces.
-
-readonly RUN_DIR=${TFENV_RUN_DIR:-/run/tf29-env}
+# 00-common: logging, the run directory, and small helpers shared by the other pieces.
 
 log() { printf 'tf29-env: %s\n' "$*" >&2; }
 warn() { printf 'tf29-env: WARNING: %s\n' "$*" >&2; }
@@ -11,6 +9,18 @@ die() {
   printf 'tf29-env: ERROR: %s\n' "$*" >&2
   exit 2
 }
+
+# The run directory: runtime state that the healthcheck and the self-check read too. Its path has
+# one home, the Dockerfile's `ENV TFENV_RUN_DIR`; every reader takes it from the environment
+# (docker exec and Kubernetes exec probes get the image's ENV as well), none has a default of its
+# own that could drift. So a missing or unusable one is a broken image or an override: say so now,
+# not as a failed write halfway through the start.
+if [[ -z ${TFENV_RUN_DIR:-} ]]; then
+  die "TFENV_RUN_DIR is not set: the image's ENV sets it; do not override it with an empty value"
+elif [[ ! -d ${TFENV_RUN_DIR} || ! -w ${TFENV_RUN_DIR} ]]; then
+  die "TFENV_RUN_DIR=${TFENV_RUN_DIR}: not a directory that uid ${EUID} can write"
+fi
+readonly RUN_DIR=${TFENV_RUN_DIR}
 
 # parse_switch OUT NAME DEFAULT: OUT=1 or 0 from the variable NAME (unset or empty: DEFAULT).
 parse_switch() {

@@ -17,12 +17,22 @@ import sys
 import urllib.request
 from pathlib import Path
 
-RUN_DIR = Path(os.environ.get("TFENV_RUN_DIR", "/run/tf29-env"))
 TIMEOUT = 1.0
 
 
+def run_dir() -> Path:
+    """The entrypoint's run directory: TFENV_RUN_DIR, which the image's ENV sets (Docker's
+    HEALTHCHECK, `docker exec` and Kubernetes exec probes all run with it). No default here: the
+    Dockerfile is its one home."""
+    value = os.environ.get("TFENV_RUN_DIR")
+    if not value:
+        raise RuntimeError("TFENV_RUN_DIR is not set (the image's ENV sets it: run the healthcheck in the "
+                           "container's environment)")
+    return Path(value)
+
+
 def jupyter_runtime_dir() -> Path:
-    return Path(os.environ.get("JUPYTER_RUNTIME_DIR") or RUN_DIR / "jupyter")
+    return Path(os.environ.get("JUPYTER_RUNTIME_DIR") or run_dir() / "jupyter")
 
 
 def pid_alive(pid: int) -> bool:
@@ -75,7 +85,11 @@ def check_ssh(port: int) -> str:
 
 
 def main() -> int:
-    services_file = RUN_DIR / "services"
+    try:
+        services_file = run_dir() / "services"
+    except RuntimeError as exc:
+        print(f"unhealthy: {exc}")
+        return 1
     try:
         services = services_file.read_text().split("\n")
     except OSError:

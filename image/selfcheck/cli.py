@@ -64,10 +64,13 @@ def parse(argv: Optional[List[str]]) -> argparse.Namespace:
     return args
 
 
-def report_path(args: argparse.Namespace) -> str:
+def report_path(args: argparse.Namespace) -> Optional[str]:
+    """--output, else selfcheck.json in TFENV_RUN_DIR, which the image's ENV sets (its one home: no
+    default here); None when neither is given."""
     if args.output:
         return str(args.output)
-    return os.path.join(os.environ.get("TFENV_RUN_DIR") or "/run/tf29-env", "selfcheck.json")
+    run_dir = os.environ.get("TFENV_RUN_DIR")
+    return os.path.join(run_dir, "selfcheck.json") if run_dir else None
 
 
 def gpu_visible(layers: List[LayerResult]) -> bool:
@@ -104,7 +107,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     code = 1 if args.mode == "strict" and (failed or (gpu_expected and not visible)) else 0
     document = report.build(results, args.mode, started, time.monotonic() - clock, args.time_limit, visible, code)
     path = report_path(args)
-    problem = report.write(document, path)
+    # No report path is no reason to withhold the findings: like an unwritable one, one line.
+    problem = report.write(document, path) if path else "TFENV_RUN_DIR is not set (the image sets it): use --output"
     if args.json:
         print(json.dumps(document, indent=2))
     else:

@@ -72,6 +72,21 @@ def test_starting_until_services_are_written(tmp_path: Path, monkeypatch: pytest
     assert "starting" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("value", [None, ""])
+def test_no_run_dir_in_the_environment_is_one_unhealthy_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], value: str | None) -> None:
+    (tmp_path / "services").write_text("")  # healthy, were the run directory known
+    module = load(tmp_path, monkeypatch)
+    if value is None:
+        monkeypatch.delenv("TFENV_RUN_DIR")
+    else:
+        monkeypatch.setenv("TFENV_RUN_DIR", value)
+    assert module.main() == 1
+    assert capsys.readouterr().out.splitlines() == [
+        "unhealthy: TFENV_RUN_DIR is not set (the image's ENV sets it: run the healthcheck in the container's "
+        "environment)"]
+
+
 def test_jupyter_found_through_its_runtime_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                 api_port: int) -> None:
     (tmp_path / "services").write_text("jupyter\n")

@@ -18,7 +18,8 @@ FREE_LAYERS = "1,2,6"
 
 
 def selfcheck(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    environment = {k: v for k, v in os.environ.items() if k != "SELF_CHECK"}
+    # What the image's ENV or a user sets is left out: each test sets what it needs.
+    environment = {k: v for k, v in os.environ.items() if k not in ("SELF_CHECK", "TFENV_RUN_DIR")}
     environment.update(env or {})
     environment["PYTHONPATH"] = str(IMAGE_DIR)
     return subprocess.run([sys.executable, "-m", "selfcheck", *args], capture_output=True, text=True, timeout=60,
@@ -88,6 +89,14 @@ def test_report_dir_from_tfenv_run_dir(tmp_path: Path) -> None:
     assert f"report: {tmp_path}/selfcheck.json" in done.stdout
     report_of(tmp_path / "selfcheck.json")
     assert [p.name for p in tmp_path.iterdir()] == ["selfcheck.json"]  # no scratch file left
+
+
+def test_no_run_dir_and_no_output_is_one_line_and_not_fatal() -> None:
+    done = selfcheck("--layers", "6")
+    assert done.returncode == 0
+    assert done.stderr.strip().splitlines() == [
+        "selfcheck: could not write the report: TFENV_RUN_DIR is not set (the image sets it): use --output"]
+    assert "report: not written" in done.stdout
 
 
 def test_unwritable_report_is_one_line_and_not_fatal(tmp_path: Path) -> None:
