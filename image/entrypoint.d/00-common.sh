@@ -22,6 +22,23 @@ elif [[ ! -d ${TFENV_RUN_DIR} || ! -w ${TFENV_RUN_DIR} ]]; then
 fi
 readonly RUN_DIR=${TFENV_RUN_DIR}
 
+# What lives in RUN_DIR, each named here once for the shell side. The Python side spells a name
+# again only where it must find the file without the entrypoint's help (a probe, a run by hand);
+# those places say "paired with entrypoint.d/00-common.sh".
+# The services the healthcheck must find answering, one a line: "jupyter RUNTIME_DIR", "ssh PORT";
+# written by write_services (90), read by healthchecks/healthcheck.py (paired).
+readonly SERVICES_FILE=${RUN_DIR}/services
+# The last self-check report: the start-up run is given it as --output (60); a run by hand writes
+# the same file by default (selfcheck/cli.py, paired).
+readonly SELFCHECK_REPORT=${RUN_DIR}/selfcheck.json
+# Jupyter's runtime files (jpserver-PID.json: its port and base_url). JUPYTER_RUNTIME_DIR is
+# Jupyter's own variable, which the image's ENV points here too, so that `docker exec ... jupyter
+# server list` finds the server; -e may move it (empty counts as unset). Fixed from here on, so that
+# Jupyter, the healthcheck (told through SERVICES_FILE) and SSH sessions agree: a hook cannot move it.
+[[ -n ${JUPYTER_RUNTIME_DIR:-} ]] || JUPYTER_RUNTIME_DIR=${RUN_DIR}/jupyter
+readonly JUPYTER_RUNTIME_DIR
+export JUPYTER_RUNTIME_DIR
+
 # parse_switch OUT NAME DEFAULT: OUT=1 or 0 from the variable NAME (unset or empty: DEFAULT).
 parse_switch() {
   local value=${!2:-$3}

@@ -31,10 +31,8 @@ start_jupyter() {
       args+=("--PasswordIdentityProvider.hashed_password=${cfg_password_hash}")
     fi
   fi
-  if [[ -n ${JUPYTER_RUNTIME_DIR:-} ]]; then
-    mkdir -p "${JUPYTER_RUNTIME_DIR}"
-    ((!is_root)) || chown "${NB_UID}:${NB_GID}" "${JUPYTER_RUNTIME_DIR}"
-  fi
+  mkdir -p "${JUPYTER_RUNTIME_DIR}"
+  ((!is_root)) || chown "${NB_UID}:${NB_GID}" "${JUPYTER_RUNTIME_DIR}"
   "${token_env[@]}" "${as_user[@]}" jupyter "${args[@]}" &
   children[$!]=jupyter
   if ((cfg_token_generated)); then

@@ -8,6 +8,6 @@ start_selfcheck() {
     log "self-check is off (SELF_CHECK=off); run 'selfcheck' in the container at any time"
     return 0
   fi
-  "${as_user[@]}" nice -n 10 /opt/tf29-env/bin/selfcheck --mode "${cfg_self_check}" &
+  "${as_user[@]}" nice -n 10 /opt/tf29-env/bin/selfcheck --mode "${cfg_self_check}" --output "${SELFCHECK_REPORT}" &
   children[$!]=selfcheck
 }

@@ -1,10 +1,11 @@
 """Container health for Docker's HEALTHCHECK and Kubernetes probes: exit 0 when every service the
-entrypoint started answers, 1 otherwise, with one line saying which.
+entrypoint started answers, 1 otherwise, with one line saying which. The entrypoint lists them in
+the services file of its run directory, with what is needed to find each:
 
-- JupyterLab: its runtime file (jpserver-PID.json, in JUPYTER_RUNTIME_DIR) gives port, base_url
+- "jupyter RUNTIME_DIR": JupyterLab's runtime file there (jpserver-PID.json) gives port, base_url
   and whether it speaks https, so those settings need no repeating here; GET {base_url}api on
   127.0.0.1, proxies bypassed, must answer 200 with a version.
-- sshd (when started): a TCP connection to its port must greet with "SSH-2.0-".
+- "ssh PORT" (when sshd was started): a TCP connection to the port must greet with "SSH-2.0-".
 
 Standard library only, run by the distro's python3 -I: it starts in tens of milliseconds.
 """
@@ -18,6 +19,9 @@ import urllib.request
 from pathlib import Path
 
 TIMEOUT = 1.0
+# Paired with SERVICES_FILE in image/entrypoint.d/00-common.sh (the same name, in TFENV_RUN_DIR),
+# whose write_services writes the lines read below.
+SERVICES = "services"
 
 
 def run_dir() -> Path:
@@ -31,10 +35,6 @@ def run_dir() -> Path:
     return Path(value)
 
 
-def jupyter_runtime_dir() -> Path:
-    return Path(os.environ.get("JUPYTER_RUNTIME_DIR") or run_dir() / "jupyter")
-
-
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -45,9 +45,9 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def jupyter_url() -> str:
+def jupyter_url(runtime_dir: Path) -> str:
     """The API URL of the running server, from the newest runtime file of a live process."""
-    files = sorted(jupyter_runtime_dir().glob("jpserver-*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+    files = sorted(runtime_dir.glob("jpserver-*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
     for path in files:
         try:
             info = json.loads(path.read_text())
@@ -57,11 +57,13 @@ def jupyter_url() -> str:
             scheme = "https" if info.get("secure") else "http"
             base_url = str(info.get("base_url") or "/")
             return f"{scheme}://127.0.0.1:{int(info['port'])}{base_url}api"
-    raise RuntimeError(f"no runtime file of a running Jupyter server in {jupyter_runtime_dir()}")
+    raise RuntimeError(f"no runtime file of a running Jupyter server in {runtime_dir}")
 
 
-def check_jupyter() -> str:
-    url = jupyter_url()
+def check_jupyter(runtime_dir: str) -> str:
+    if not runtime_dir:
+        raise RuntimeError(f"the {SERVICES} file does not say where Jupyter's runtime files are")
+    url = jupyter_url(Path(runtime_dir))
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE  # our own server on loopback, often self-signed
@@ -86,7 +88,7 @@ def check_ssh(port: int) -> str:
 
 def main() -> int:
     try:
-        services_file = run_dir() / "services"
+        services_file = run_dir() / SERVICES
     except RuntimeError as exc:
         print(f"unhealthy: {exc}")
         return 1
@@ -99,7 +101,7 @@ def main() -> int:
     for line in filter(None, (s.strip() for s in services)):
         name, _, arg = line.partition(" ")
         try:
-            results.append(check_jupyter() if name == "jupyter" else check_ssh(int(arg)))
+            results.append(check_jupyter(arg) if name == "jupyter" else check_ssh(int(arg)))
         except Exception as exc:  # noqa: BLE001 - any failure is "unhealthy", said in one line
             print(f"unhealthy: {name}: {exc}")
             return 1

@@ -20,6 +20,9 @@ from selfcheck.checks.common import device_nodes, variant
 from selfcheck.model import FAIL, SKIP, Check, LayerResult
 
 MODES = ("warn", "strict")
+# The report's file in TFENV_RUN_DIR for runs by hand: paired with SELFCHECK_REPORT in
+# image/entrypoint.d/00-common.sh, which the start-up run is given as --output.
+REPORT_NAME = "selfcheck.json"
 # The issue's budget: the whole check within 15 s on CPU, 30 s with a GPU (benchmark included).
 CPU_TIME_LIMIT = 15.0
 GPU_TIME_LIMIT = 30.0
@@ -37,7 +40,7 @@ def parse(argv: Optional[List[str]]) -> argparse.Namespace:
     parser.add_argument("--json", action="store_true", help="print the JSON report instead of the banner")
     parser.add_argument("--layers", default="1,2,3,4,5,6",
                         help="comma-separated layers to run (1,2,6 need no TensorFlow)")
-    parser.add_argument("--output", help="where to write the JSON report (default: $TFENV_RUN_DIR/selfcheck.json)")
+    parser.add_argument("--output", help=f"where to write the JSON report (default: $TFENV_RUN_DIR/{REPORT_NAME})")
     parser.add_argument("--time-limit", type=float,
                         help="seconds for all layers together (default 15 without a GPU, 30 with one; each layer "
                         "also has its own timeout); raise it to let a first PTX JIT compilation finish")
@@ -65,12 +68,12 @@ def parse(argv: Optional[List[str]]) -> argparse.Namespace:
 
 
 def report_path(args: argparse.Namespace) -> Optional[str]:
-    """--output, else selfcheck.json in TFENV_RUN_DIR, which the image's ENV sets (its one home: no
+    """--output, else REPORT_NAME in TFENV_RUN_DIR, which the image's ENV sets (its one home: no
     default here); None when neither is given."""
     if args.output:
         return str(args.output)
     run_dir = os.environ.get("TFENV_RUN_DIR")
-    return os.path.join(run_dir, "selfcheck.json") if run_dir else None
+    return os.path.join(run_dir, REPORT_NAME) if run_dir else None
 
 
 def gpu_visible(layers: List[LayerResult]) -> bool:

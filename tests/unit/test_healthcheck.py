@@ -18,7 +18,8 @@ SCRIPT = Path(__file__).resolve().parents[2] / "image" / "healthchecks" / "healt
 
 def load(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     monkeypatch.setenv("TFENV_RUN_DIR", str(run_dir))
-    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(run_dir / "jupyter"))
+    # Where the runtime files are is the services file's to say, not this variable's.
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(run_dir / "not-here"))
     spec = importlib.util.spec_from_file_location("healthcheck", SCRIPT)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
@@ -59,9 +60,11 @@ def greeting_server(greeting: bytes) -> int:
     return int(listener.getsockname()[1])
 
 
-def write_runtime(run_dir: Path, port: int, pid: int, base_url: str = "/team/") -> None:
-    runtime = run_dir / "jupyter"
+def write_runtime(run_dir: Path, port: int, pid: int, base_url: str = "/team/", runtime_name: str = "jupyter") -> None:
+    """A runtime file of the server, and the services file naming its folder as the entrypoint does."""
+    runtime = run_dir / runtime_name
     runtime.mkdir(parents=True, exist_ok=True)
+    (run_dir / "services").write_text(f"jupyter {runtime}\n")
     (runtime / f"jpserver-{pid}.json").write_text(
         json.dumps({"port": port, "base_url": base_url, "secure": False, "pid": pid, "url": "ignored"}))
 
@@ -89,16 +92,29 @@ def test_no_run_dir_in_the_environment_is_one_unhealthy_line(
 
 def test_jupyter_found_through_its_runtime_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                 api_port: int) -> None:
-    (tmp_path / "services").write_text("jupyter\n")
     write_runtime(tmp_path, api_port, os.getpid())
     assert load(tmp_path, monkeypatch).main() == 0
     write_runtime(tmp_path, api_port, os.getpid(), base_url="/elsewhere/")  # API not there: 404
     assert load(tmp_path, monkeypatch).main() == 1
 
 
+def test_runtime_folder_named_by_the_services_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  api_port: int) -> None:
+    write_runtime(tmp_path, api_port, os.getpid(), runtime_name="moved by -e JUPYTER_RUNTIME_DIR")
+    assert load(tmp_path, monkeypatch).main() == 0
+
+
+def test_jupyter_without_its_runtime_folder_is_unhealthy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         api_port: int, capsys: pytest.CaptureFixture[str]) -> None:
+    write_runtime(tmp_path, api_port, os.getpid())
+    (tmp_path / "services").write_text("jupyter\n")
+    assert load(tmp_path, monkeypatch).main() == 1
+    assert capsys.readouterr().out.splitlines() == [
+        "unhealthy: jupyter: the services file does not say where Jupyter's runtime files are"]
+
+
 def test_runtime_file_of_a_dead_server_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                   api_port: int, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "services").write_text("jupyter\n")
     write_runtime(tmp_path, api_port, pid=2**22 + 12345)  # above the kernel's pid_max default
     assert load(tmp_path, monkeypatch).main() == 1
     assert "no runtime file of a running Jupyter server" in capsys.readouterr().out
