@@ -20,10 +20,15 @@ load_config() {
   parse_switch cfg_ssh ENABLE_SSH 1
   parse_switch cfg_no_auth JUPYTER_INSECURE_NO_AUTH 0
 
-  cfg_self_check=${SELF_CHECK:-warn}
-  case "${cfg_self_check}" in
-    warn | strict | off) ;;
-    *) die "SELF_CHECK='${cfg_self_check}' is not a mode: use warn (default), strict or off" ;;
+  # SELF_CHECK's modes have one owner, the self-check (selfcheck/cli.py), which also reads SELF_CHECK
+  # when run by hand: it answers warn, strict or off, or says in one line why the value is bad (exit 2).
+  local answer status=0
+  answer=$(/opt/tf29-env/bin/selfcheck --start-mode 2>&1) || status=$?
+  answer=${answer##*$'\n'} # its last line: the mode, or why there is none
+  case ${status} in
+    0) cfg_self_check=${answer} ;;
+    2) die "${answer#selfcheck: }" ;;
+    *) die "SELF_CHECK: the self-check could not say which mode it sets (exit ${status}): ${answer}" ;;
   esac
 
   JUPYTER_PORT=${JUPYTER_PORT:-8888}

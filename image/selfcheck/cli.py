@@ -20,6 +20,10 @@ from selfcheck.checks.common import device_nodes, variant
 from selfcheck.model import FAIL, SKIP, Check, LayerResult
 
 MODES = ("warn", "strict")
+# SELF_CHECK's values: the modes, and off, which skips only the run at container start (a run by
+# hand always checks, in warn mode). Parsed here alone: the entrypoint (entrypoint.d/10-config.sh)
+# asks `selfcheck --start-mode` rather than knowing the values itself.
+START_MODES = (*MODES, "off")
 # The report's file in TFENV_RUN_DIR for runs by hand: paired with SELFCHECK_REPORT in
 # image/entrypoint.d/00-common.sh, which the start-up run is given as --output.
 REPORT_NAME = "selfcheck.json"
@@ -44,13 +48,16 @@ def parse(argv: Optional[List[str]]) -> argparse.Namespace:
     parser.add_argument("--time-limit", type=float,
                         help="seconds for all layers together (default 15 without a GPU, 30 with one; each layer "
                         "also has its own timeout); raise it to let a first PTX JIT compilation finish")
+    parser.add_argument("--start-mode", action="store_true",
+                        help="print the mode SELF_CHECK selects for the run at container start (warn, strict or "
+                        "off) and exit; the entrypoint asks this")
     parser.add_argument("--version", action="version", version=f"selfcheck {__version__}")
     args = parser.parse_args(argv)
+    if args.start_mode:
+        print(start_mode(parser))
+        parser.exit(0)
     if args.mode is None:
-        value = os.environ.get("SELF_CHECK", "warn")
-        if value not in (*MODES, "off", ""):
-            parser.exit(2, f"selfcheck: SELF_CHECK='{value}' is not a mode: use warn (default), strict or off\n")
-        args.mode = "strict" if value == "strict" else "warn"
+        args.mode = "strict" if start_mode(parser) == "strict" else "warn"
     try:
         args.layer_numbers = sorted({int(n) for n in args.layers.split(",") if n.strip()})
     except ValueError:
@@ -65,6 +72,14 @@ def parse(argv: Optional[List[str]]) -> argparse.Namespace:
     # A limit raised above the default (to let a first PTX JIT finish) raises each layer's timeout alike.
     args.timeout_scale = max(1.0, args.time_limit / default_limit)
     return args
+
+
+def start_mode(parser: Parser) -> str:
+    """SELF_CHECK's mode (unset or empty: warn); a bad value ends in one line and exit 2."""
+    value = os.environ.get("SELF_CHECK") or "warn"
+    if value not in START_MODES:
+        parser.exit(2, f"selfcheck: SELF_CHECK='{value}' is not a mode: use warn (default), strict or off\n")
+    return value
 
 
 def report_path(args: argparse.Namespace) -> Optional[str]:

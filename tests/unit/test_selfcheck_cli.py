@@ -76,6 +76,14 @@ def test_self_check_off_in_the_environment_still_checks_by_hand(tmp_path: Path) 
     assert report_of(tmp_path / "r.json")["mode"] == "warn"
 
 
+@pytest.mark.parametrize(("value", "mode"), [(None, "warn"), ("", "warn"), ("warn", "warn"), ("strict", "strict"),
+                                           ("off", "off")])
+def test_start_mode_answers_what_the_entrypoint_asks(value: str | None, mode: str) -> None:
+    # entrypoint.d/10-config.sh trusts this answer: SELF_CHECK is parsed nowhere else.
+    done = selfcheck("--start-mode", env={} if value is None else {"SELF_CHECK": value})
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"{mode}\n", "")
+
+
 def test_json_flag_prints_exactly_the_report(tmp_path: Path) -> None:
     done = selfcheck("--json", "--layers", FREE_LAYERS, "--output", str(tmp_path / "r.json"))
     assert done.returncode == 0
@@ -109,6 +117,8 @@ def test_unwritable_report_is_one_line_and_not_fatal(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("args", "env", "line"), [
     ([], {"SELF_CHECK": "loud"}, "selfcheck: SELF_CHECK='loud' is not a mode: use warn (default), strict or off"),
+    (["--start-mode"], {"SELF_CHECK": "Strict"},
+     "selfcheck: SELF_CHECK='Strict' is not a mode: use warn (default), strict or off"),
     (["--mode", "off"], {}, "selfcheck: argument --mode: invalid choice: 'off' (choose from 'warn', 'strict') "
                             "(see selfcheck --help)"),
     (["--layers", "2,x"], {}, "selfcheck: --layers '2,x' is not a comma-separated list of layer numbers 1-6 "
