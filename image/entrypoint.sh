@@ -28,7 +28,7 @@ main() {
     exec_command "$@"
   fi
   prepare_ssh                       # 40: host keys, authorized keys, `sshd -t`
-  write_services
+  write_services                    # 90: what the healthcheck must find answering
   start_ssh
   start_jupyter                     # 50
   start_selfcheck                   # 60: beside Jupyter, never in front of it

@@ -77,12 +77,3 @@ drop_healthcheck_noise() {
     esac
   done
 }
-
-# What the healthcheck must find answering, rewritten at every start.
-write_services() {
-  local services=""
-  ((cfg_jupyter)) && services+="jupyter ${JUPYTER_RUNTIME_DIR}"$'\n'
-  ((ssh_on)) && services+="ssh ${SSH_PORT}"$'\n'
-  rm -f "${JUPYTER_RUNTIME_DIR}"/jpserver-* 2>/dev/null || true
-  printf '%s' "${services}" >"${SERVICES_FILE}"
-}
