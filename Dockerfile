@@ -1,6 +1,7 @@
 # TensorFlow 2.9 GPU environment: JupyterLab and SSH as an unprivileged user, with a GPU / FP16
-# self-check at every start. Built by build.py through the docker SDK, i.e. the classic builder:
-# nothing here may need BuildKit.
+# self-check at every start. build.py builds it through the docker SDK, i.e. the classic builder,
+# and a plain `docker build` on current Docker uses BuildKit: nothing here may need either's
+# extensions (tests/buildkit builds it with `docker buildx build`).
 
 # TF 2.9's tested configuration is CUDA 11.2 / cuDNN 8.1, and this tag carries libcudnn8 8.1.1.
 # `python build.py build --base standin` builds the same file on a Debian 11 stand-in that carries
