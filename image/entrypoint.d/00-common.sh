@@ -13,13 +13,10 @@ die() {
 # The run directory: runtime state that the healthcheck and the self-check read too. Its path has
 # one home, the Dockerfile's `ENV TFENV_RUN_DIR`; every reader takes it from the environment
 # (docker exec and Kubernetes exec probes get the image's ENV as well), none has a default of its
-# own that could drift. So a missing or unusable one is a broken image or an override: say so now,
-# not as a failed write halfway through the start.
-if [[ -z ${TFENV_RUN_DIR:-} ]]; then
+# own that could drift. So a missing one is a broken image or an empty override: say so now, not
+# as a failed write halfway through the start.
+[[ -n ${TFENV_RUN_DIR:-} ]] ||
   die "TFENV_RUN_DIR is not set: the image's ENV sets it; do not override it with an empty value"
-elif [[ ! -d ${TFENV_RUN_DIR} || ! -w ${TFENV_RUN_DIR} ]]; then
-  die "TFENV_RUN_DIR=${TFENV_RUN_DIR}: not a directory that uid ${EUID} can write"
-fi
 readonly RUN_DIR=${TFENV_RUN_DIR}
 
 # What lives in RUN_DIR, each named here once for the shell side. The Python side spells a name
