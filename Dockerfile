@@ -133,10 +133,19 @@ EXPOSE 8888 22
 # /run/tf29-env holds runtime state (Jupyter's runtime files, the self-check report, which services
 # were started); it is world-writable and sticky like /tmp, for arbitrary --user UIDs.
 COPY image/ /opt/tf29-env/
+# JupyterLab for servers without internet: image/jupyter/overrides.json turns the frontend's news
+# prompt and update check off (the entrypoint turns the server's off), as a package's file in
+# overrides.d, which leaves overrides.json to the admin (it wins over ours). The kernelspec keeps
+# the name python3, so that existing notebooks open, and says what it runs; linked, not copied,
+# so that editing either rebuilds this layer only. The folders are the venv's: group-writable.
 RUN ln -s /opt/tf29-env/entrypoint.sh /usr/local/bin/entrypoint.sh \
  && ln -s /opt/tf29-env/bin/selfcheck /usr/local/bin/selfcheck \
  && ln -s /opt/tf29-env/bin/healthcheck /usr/local/bin/healthcheck \
  && ln -s /opt/tf29-env/ssh/profile.sh /etc/profile.d/tf29-env.sh \
+ && install -d -m 2775 -g "${NB_GID}" \
+      "${VIRTUAL_ENV}/share/jupyter/lab/settings" "${VIRTUAL_ENV}/share/jupyter/lab/settings/overrides.d" \
+ && ln -s /opt/tf29-env/jupyter/overrides.json "${VIRTUAL_ENV}/share/jupyter/lab/settings/overrides.d/tf29-env.json" \
+ && ln -sf /opt/tf29-env/jupyter/kernel.json "${VIRTUAL_ENV}/share/jupyter/kernels/python3/kernel.json" \
  && install -d -m 1777 /run/tf29-env \
  && install -d -m 755 /etc/tf29-env/start.d /etc/ssh/host-keys
 

@@ -1,7 +1,9 @@
-"""JupyterLab: always behind auth, never root, on the configured port and base URL."""
+"""JupyterLab: always behind auth, never root, on the configured port and base URL; offline-quiet
+(no news prompt, no update check) and its kernel named for what it runs."""
 
 import re
 from pathlib import Path
+from typing import Any
 
 import requests
 
@@ -9,6 +11,17 @@ from tests.helpers.containers import LOOPBACK, TrackedContainer
 from tests.helpers.jupyter import api_status
 
 TOKEN = "tok-3f1c9a7e52b04d8e"
+NOTIFICATION_PLUGIN = "@jupyterlab/apputils-extension:notification"
+KERNEL_DISPLAY_NAME = "Python 3 (TensorFlow 2.9)"
+
+
+def get_json(port: int, path: str) -> dict[str, Any]:
+    """GET a JSON document from the server with the test token, as the JupyterLab frontend does."""
+    response = requests.get(f"http://{LOOPBACK}:{port}/{path}", headers={"Authorization": f"token {TOKEN}"},
+                            timeout=10)
+    response.raise_for_status()
+    document: dict[str, Any] = response.json()
+    return document
 
 
 def test_token_required(tracked: TrackedContainer) -> None:
@@ -91,3 +104,51 @@ def test_jupyter_runs_as_the_dev_user(tracked: TrackedContainer) -> None:
     servers = [line for line in out.splitlines() if "jupyter-lab" in line or "jupyter lab" in line]
     assert servers, out
     assert all(line.split()[0] == "jovyan" for line in servers), servers
+
+
+def test_frontend_neither_asks_for_news_nor_checks_for_updates(tracked: TrackedContainer) -> None:
+    """The server is started without a news feed or update check, but the frontend follows its own
+    settings: by default it asks every new user "Would you like to get notified about official
+    Jupyter news?" (fetchNews "none") and would check for updates. The image's settings overrides
+    make "false" and false the defaults, which is what the frontend composes with the (empty) user
+    settings; a user's own setting still wins."""
+    container = tracked.run(environment={"JUPYTER_TOKEN": TOKEN})
+    tracked.wait_healthy(container)
+    plugin = get_json(tracked.port(container, 8888), f"lab/api/settings/{NOTIFICATION_PLUGIN}")
+    defaults = {name: spec.get("default") for name, spec in plugin["schema"]["properties"].items()}
+    assert plugin["settings"] == {}, "a fresh container has no user settings"
+    composite = defaults | plugin["settings"]
+    assert composite["fetchNews"] == "false"
+    assert composite["checkForUpdates"] is False
+
+
+def test_kernel_is_named_for_what_it_runs_under_its_old_name(tracked: TrackedContainer) -> None:
+    """The launcher and the kernel picker show the display name; notebooks store the kernelspec's
+    name, so it stays python3 (ipykernel's), or every existing notebook would ask for a kernel."""
+    container = tracked.run(environment={"JUPYTER_TOKEN": TOKEN})
+    tracked.wait_healthy(container)
+    specs = get_json(tracked.port(container, 8888), "api/kernelspecs")
+    assert specs["default"] == "python3"
+    assert set(specs["kernelspecs"]) == {"python3"}
+    assert specs["kernelspecs"]["python3"]["spec"]["display_name"] == KERNEL_DISPLAY_NAME
+
+
+KERNEL_ROUND_TRIP = """
+from jupyter_client.manager import start_new_kernel
+km, kc = start_new_kernel(kernel_name="python3", startup_timeout=60)
+out = []
+kc.execute_interactive("import sys; print(sys.prefix)", timeout=60,
+                       output_hook=lambda msg: out.append(msg["content"].get("text", "")))
+print(km.kernel_spec.display_name, "|", "".join(out).strip())
+kc.stop_channels()
+km.shutdown_kernel(now=True)
+del kc, km  # now, not at interpreter exit, where KernelClient.__del__ fails with a TypeError
+"""
+
+
+def test_the_shipped_kernelspec_starts_a_kernel_in_the_venv(tracked: TrackedContainer) -> None:
+    """The image replaces ipykernel's kernel.json with its own copy (for the display name): that copy
+    must still start ipykernel, from the venv, as Jupyter does when a notebook opens."""
+    container = tracked.run(publish=(), command=["python", "-c", KERNEL_ROUND_TRIP])
+    assert tracked.wait_exit(container, timeout=120) == 0, tracked.logs(container)[-2000:]
+    assert f"{KERNEL_DISPLAY_NAME} | /opt/venv" in tracked.logs(container).splitlines()
