@@ -18,7 +18,7 @@ from docker import DockerClient
 from bench import builds, contexts, incontainer, machine, report, sizes, slim, startup
 from bench.errors import BenchError
 from bench.stats import ratio, summarize
-from tests.helpers.ssh import make_keypair
+from testkit.ssh import make_keypair
 from tf29env import context, engine, labels, tags
 from tf29env.errors import EXIT_ENGINE, UserError
 from tf29env.log import Log

@@ -14,7 +14,7 @@ from docker import DockerClient
 from docker.models.containers import Container
 
 from bench.errors import BenchError
-from tests.helpers.containers import TrackedContainer
+from testkit.containers import TrackedContainer
 
 USER = "jovyan"
 SELFCHECK = ["/usr/local/bin/selfcheck", "--json", "--mode", "warn", "--output", "/tmp/bench-selfcheck.json"]  # noqa: S108 - in the container

@@ -9,7 +9,7 @@ import requests
 from docker import DockerClient
 
 from bench.errors import BenchError
-from tests.helpers.containers import LOOPBACK, TrackedContainer
+from testkit.containers import LOOPBACK, TrackedContainer
 
 POLL_S = 0.05
 TIMEOUT_S = 120.0

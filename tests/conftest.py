@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from docker import DockerClient
 
-from tests.helpers.containers import TrackedContainer
-from tests.helpers.ssh import KeyPair, make_keypair
+from testkit.containers import TrackedContainer
+from testkit.ssh import KeyPair, make_keypair
 from tf29env import engine, labels
 from tf29env.build_image import BuildRequest, build
 from tf29env.variants import DEFAULT_VARIANT, VARIANTS

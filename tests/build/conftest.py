@@ -20,9 +20,9 @@ import pytest
 import requests
 from docker import DockerClient
 
+from testkit.net import free_host_port
+from testkit.wait import wait_until
 from tests.conftest import host_ca_certs
-from tests.helpers.net import free_host_port
-from tests.helpers.wait import wait_until
 from tf29env.paths import REPO
 
 REPOSITORY = "tf29-env-buildtest"

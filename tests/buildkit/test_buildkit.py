@@ -5,9 +5,9 @@ scoping); users of current Docker get it by default."""
 
 from docker import DockerClient
 
-from tests.helpers.containers import TrackedContainer
-from tests.helpers.jupyter import api_status
-from tests.helpers.ssh import KeyPair, connect, run
+from testkit.containers import TrackedContainer
+from testkit.jupyter import api_status
+from testkit.ssh import KeyPair, connect, run
 
 TOKEN = "tok-buildkit-5b7e0c2a"
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from docker import DockerClient
 
+from testkit.net import free_host_port
+from testkit.ssh import KeyPair
 from tests.compose.team import IMPLEMENTATIONS, Member, Team, copy_project, member_py
-from tests.helpers.net import free_host_port
-from tests.helpers.ssh import KeyPair
 
 
 @pytest.fixture(scope="module", params=sorted(IMPLEMENTATIONS))

@@ -17,8 +17,8 @@ import yaml
 from docker import DockerClient
 from docker.models.containers import Container
 
-from tests.helpers.ssh import KeyPair
-from tests.helpers.wait import wait_until
+from testkit.ssh import KeyPair
+from testkit.wait import wait_until
 
 REPO = Path(__file__).resolve().parent.parent.parent
 # The implementations the files must suit, as compose.mk's COMPOSE spells them: Debian 12's

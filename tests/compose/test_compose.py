@@ -15,10 +15,10 @@ import pytest
 import requests
 from docker import DockerClient
 
+from testkit.containers import LOOPBACK
+from testkit.jupyter import api_status, put_file
+from testkit.ssh import connect, run
 from tests.compose.team import REPO, STOP_TIMEOUT, Member, Team, copy_project, engine_memlock, member_py
-from tests.helpers.containers import LOOPBACK
-from tests.helpers.jupyter import api_status, put_file
-from tests.helpers.ssh import connect, run
 
 NOTEBOOK = "work/ann-results.ipynb"
 NOTEBOOK_TEXT = json.dumps({"cells": [], "metadata": {"written-by": "ann"}, "nbformat": 4, "nbformat_minor": 5})

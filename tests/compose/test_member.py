@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from testkit.ssh import KeyPair
 from tests.compose.team import copy_project, member_py, resolved
-from tests.helpers.ssh import KeyPair
 
 
 @pytest.fixture

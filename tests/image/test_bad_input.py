@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.containers import TrackedContainer
-from tests.helpers.ssh import KeyPair
+from testkit.containers import TrackedContainer
+from testkit.ssh import KeyPair
 
 CASES = {
     "NB_UID": ({"NB_UID": "alice"}, "NB_UID='alice' is not a numeric id"),

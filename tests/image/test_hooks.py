@@ -6,9 +6,9 @@ from pathlib import Path
 
 from docker.models.containers import Container
 
-from tests.helpers import ssh
-from tests.helpers.containers import TrackedContainer
-from tests.helpers.ssh import KeyPair
+from testkit import ssh
+from testkit.containers import TrackedContainer
+from testkit.ssh import KeyPair
 
 HOOKS_DIR = "/etc/tf29-env/start.d"
 # The hooks are what is tested here: spare the shared 2-core host the self-check's TensorFlow import.

@@ -6,7 +6,7 @@ from typing import IO, cast
 
 from docker import DockerClient
 
-from tests.helpers.containers import TrackedContainer
+from testkit.containers import TrackedContainer
 
 PROBE = """
 import json, subprocess, sys

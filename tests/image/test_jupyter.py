@@ -7,8 +7,8 @@ from typing import Any
 
 import requests
 
-from tests.helpers.containers import LOOPBACK, TrackedContainer
-from tests.helpers.jupyter import api_status
+from testkit.containers import LOOPBACK, TrackedContainer
+from testkit.jupyter import api_status
 
 TOKEN = "tok-3f1c9a7e52b04d8e"
 NOTIFICATION_PLUGIN = "@jupyterlab/apputils-extension:notification"

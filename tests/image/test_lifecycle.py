@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.containers import TrackedContainer, stop_seconds
-from tests.helpers.jupyter import api_status, put_file
-from tests.helpers.ssh import KeyPair
-from tests.helpers.wait import wait_until
+from testkit.containers import TrackedContainer, stop_seconds
+from testkit.jupyter import api_status, put_file
+from testkit.ssh import KeyPair
+from testkit.wait import wait_until
 
 TOKEN = "lifecycle-token-1234"
 

@@ -13,8 +13,8 @@ import pytest
 from docker import DockerClient
 from docker.models.containers import Container
 
-from tests.helpers.containers import TrackedContainer
-from tests.helpers.wait import wait_until
+from testkit.containers import TrackedContainer
+from testkit.wait import wait_until
 from tf29env.standin import CUDA_WHEELS
 
 SUMMARY = "GPU visible:"  # in the banner's last line

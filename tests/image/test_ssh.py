@@ -7,9 +7,9 @@ import pytest
 from docker import DockerClient
 from docker.models.containers import Container
 
-from tests.helpers import ssh
-from tests.helpers.containers import TrackedContainer
-from tests.helpers.ssh import KeyPair
+from testkit import ssh
+from testkit.containers import TrackedContainer
+from testkit.ssh import KeyPair
 
 
 def start(

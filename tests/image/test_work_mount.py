@@ -7,8 +7,8 @@ import os
 import stat
 from pathlib import Path
 
-from tests.helpers.containers import TrackedContainer
-from tests.helpers.jupyter import put_file
+from testkit.containers import TrackedContainer
+from testkit.jupyter import put_file
 
 TOKEN = "work-mount-token-1234"
 WORK = "/home/jovyan/work"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import paramiko
 
-from tests.helpers.containers import LOOPBACK
+from testkit.containers import LOOPBACK
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 import requests
 
-from tests.helpers.containers import LOOPBACK
+from testkit.containers import LOOPBACK
 
 
 def api_status(port: int, token: str | None = None, base_url: str = "/") -> int:

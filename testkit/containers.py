@@ -8,8 +8,8 @@ import docker.errors
 from docker import DockerClient
 from docker.models.containers import Container
 
-from tests.helpers.net import free_host_port
-from tests.helpers.wait import wait_until
+from testkit.net import free_host_port
+from testkit.wait import wait_until
 
 LOOPBACK = "127.0.0.1"
 

@@ -1,1 +1,0 @@
-"""Test helpers: containers that clean up after themselves, waiting, free ports, SSH clients."""
