@@ -27,7 +27,7 @@ START_MODES = (*MODES, "off")
 # The report's file in TFENV_RUN_DIR for runs by hand: paired with SELFCHECK_REPORT in
 # image/entrypoint.d/00-common.sh, which the start-up run is given as --output.
 REPORT_NAME = "selfcheck.json"
-# The budget: the whole check within 15 s on CPU, 30 s with a GPU (benchmark included).
+# The project's budget (bench/targets.py): the whole check within 15 s on CPU, 30 s with a GPU (benchmark included).
 CPU_TIME_LIMIT = 15.0
 GPU_TIME_LIMIT = 30.0
 
