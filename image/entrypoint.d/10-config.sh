@@ -2,9 +2,27 @@
 # 10-config: read and check every setting before anything starts. A bad value stops the
 # container with one line naming the variable (exit 2); nothing is left half-started.
 
+# The longest value each variable may have, in the order they are checked. Each is far above any
+# real value: the bound is there because a runaway one (a 70 KB base URL, a file's contents pasted
+# into a variable) passes the other checks and fails later and obscurely (a Jupyter that answers
+# nothing, "Argument list too long" when the environment reaches exec), or makes the error line
+# quote all of itself. Checked first, so that no later message quotes such a value.
+readonly SETTING_LIMITS=(
+  NB_USER:32 NB_UID:10 NB_GID:10
+  ENABLE_JUPYTER:16 ENABLE_SSH:16 JUPYTER_INSECURE_NO_AUTH:16 SELF_CHECK:16
+  JUPYTER_PORT:16 SSH_PORT:16 JUPYTER_BASE_URL:1024
+  JUPYTER_TOKEN:1024 JUPYTER_TOKEN_FILE:1024 JUPYTER_PASSWORD_HASH:1024
+  SSH_AUTHORIZED_KEYS:65536 SSH_AUTHORIZED_KEYS_FILE:1024 SSH_HOST_KEY_DIR:1024
+  JUPYTER_RUNTIME_DIR:1024 TFENV_RUN_DIR:1024
+)
+# The largest file each *_FILE variable may name, in bytes: checked before it is read, so that a
+# wrong file (a log, an archive) is refused instead of read into memory and into the environment.
+readonly -A FILE_LIMITS=([JUPYTER_TOKEN_FILE]=4096 [SSH_AUTHORIZED_KEYS_FILE]=65536)
+
 load_config() {
   is_root=0
   if ((EUID == 0)); then is_root=1; fi
+  check_lengths
 
   local name
   for name in NB_UID NB_GID; do
@@ -58,7 +76,10 @@ load_jupyter_auth() {
   cfg_password_hash=${JUPYTER_PASSWORD_HASH:-}
   if [[ -n ${JUPYTER_TOKEN_FILE:-} ]]; then
     [[ -z ${JUPYTER_TOKEN:-} ]] || die "JUPYTER_TOKEN and JUPYTER_TOKEN_FILE are both set: set one"
+    check_file_size JUPYTER_TOKEN_FILE
     read_secret_file cfg_token JUPYTER_TOKEN_FILE
+    ((${#cfg_token} <= 1024)) ||
+      die "JUPYTER_TOKEN_FILE=${JUPYTER_TOKEN_FILE}: the token is ${#cfg_token} characters long; at most 1024"
   else
     cfg_token=${JUPYTER_TOKEN:-}
   fi
@@ -82,6 +103,7 @@ load_ssh_keys() {
   local source_name=SSH_AUTHORIZED_KEYS
   if [[ -n ${SSH_AUTHORIZED_KEYS_FILE:-} ]]; then
     [[ -z ${SSH_AUTHORIZED_KEYS:-} ]] || die "SSH_AUTHORIZED_KEYS and SSH_AUTHORIZED_KEYS_FILE are both set: set one"
+    check_file_size SSH_AUTHORIZED_KEYS_FILE
     read_secret_file cfg_ssh_keys SSH_AUTHORIZED_KEYS_FILE
     source_name=SSH_AUTHORIZED_KEYS_FILE
   else
@@ -104,4 +126,25 @@ load_ssh_keys() {
     fi
   done <<<"${cfg_ssh_keys}"
   rm -f "${scratch}"
+}
+
+# check_lengths: every variable of SETTING_LIMITS that is set is within its length. The message
+# says how long the value is, never the value itself.
+check_lengths() {
+  local limit name value
+  for limit in "${SETTING_LIMITS[@]}"; do
+    name=${limit%%:*}
+    value=${!name-}
+    ((${#value} <= ${limit#*:})) ||
+      die "${name} is ${#value} characters long; at most ${limit#*:}: check what was passed"
+  done
+}
+
+# check_file_size NAME: the file that the variable NAME names, if it is a file at all (else
+# read_secret_file says what is wrong), is at most FILE_LIMITS[NAME] bytes.
+check_file_size() {
+  local path=${!1} size
+  [[ -f ${path} ]] || return 0
+  size=$(stat -L -c %s -- "${path}")
+  ((size <= FILE_LIMITS[$1])) || die "$1=${path}: the file is ${size} bytes; at most ${FILE_LIMITS[$1]}"
 }

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+from docker.models.containers import Container
 
 from testkit.containers import TrackedContainer
 from testkit.ssh import KeyPair
@@ -26,14 +27,55 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_bad_setting(tracked: TrackedContainer, case: str) -> None:
-    environment, message = CASES[case]
-    container = tracked.run(environment=environment)
+# Every variable the entrypoint reads has a length limit, far above any real value; 70 KB is above all.
+LONG = 70_000
+BOUNDED = ["NB_USER", "NB_UID", "NB_GID", "ENABLE_JUPYTER", "ENABLE_SSH", "JUPYTER_INSECURE_NO_AUTH",
+           "SELF_CHECK", "JUPYTER_PORT", "SSH_PORT", "JUPYTER_BASE_URL", "JUPYTER_TOKEN", "JUPYTER_TOKEN_FILE",
+           "JUPYTER_PASSWORD_HASH", "SSH_AUTHORIZED_KEYS", "SSH_AUTHORIZED_KEYS_FILE", "SSH_HOST_KEY_DIR",
+           "JUPYTER_RUNTIME_DIR", "TFENV_RUN_DIR"]
+
+
+def assert_refused(tracked: TrackedContainer, container: Container, message: str) -> None:
+    """Exit 2 at once, with one line: the error, naming what is wrong."""
     assert tracked.wait_exit(container, timeout=30) == 2
     lines = tracked.logs(container).strip().splitlines()
     assert len(lines) == 1, lines
     assert lines[0].startswith("tf29-env: ERROR: ") and message in lines[0], lines
+
+
+@pytest.mark.parametrize("name", BOUNDED)
+def test_a_runaway_value_is_refused_without_quoting_it(tracked: TrackedContainer, name: str) -> None:
+    value = "/" + "a" * (LONG - 1)  # a path, so that only its length is wrong where a path is expected
+    container = tracked.run(environment={name: value})
+    assert_refused(tracked, container, f"{name} is {LONG} characters long; at most ")
+    assert len(tracked.logs(container)) < 200
+
+
+@pytest.mark.parametrize(("name", "size", "limit"), [("JUPYTER_TOKEN_FILE", 150_000, 4096),
+                                                     ("SSH_AUTHORIZED_KEYS_FILE", 150_000, 65536)])
+def test_a_runaway_file_is_refused_before_it_is_read(tracked: TrackedContainer, tmp_path: Path, name: str,
+                                                     size: int, limit: int) -> None:
+    """A 150 KB token once reached exec in the environment: exit 126, "Argument list too long"."""
+    big = tmp_path / "secret"
+    big.write_text("a" * size)
+    container = tracked.run(environment={name: "/run/secrets/big"},
+                            volumes={str(big): {"bind": "/run/secrets/big", "mode": "ro"}})
+    assert_refused(tracked, container, f"{name}=/run/secrets/big: the file is {size} bytes; at most {limit}")
+
+
+def test_a_token_file_with_a_runaway_token(tracked: TrackedContainer, tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("a" * 2000 + "\n")
+    container = tracked.run(environment={"JUPYTER_TOKEN_FILE": "/run/secrets/token"},
+                            volumes={str(token): {"bind": "/run/secrets/token", "mode": "ro"}})
+    assert_refused(tracked, container, "JUPYTER_TOKEN_FILE=/run/secrets/token: the token is 2000 characters long; "
+                                       "at most 1024")
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_setting(tracked: TrackedContainer, case: str) -> None:
+    environment, message = CASES[case]
+    assert_refused(tracked, tracked.run(environment=environment), message)
 
 
 def test_empty_token_file(tracked: TrackedContainer, tmp_path: Path) -> None:
