@@ -84,6 +84,11 @@ load_jupyter_auth() {
     cfg_token=${JUPYTER_TOKEN:-}
   fi
   [[ ${cfg_token} =~ ^[[:graph:]]*$ ]] || die "JUPYTER_TOKEN${JUPYTER_TOKEN_FILE:+_FILE}: the token contains spaces or control characters"
+  # The token is the whole login, and Jupyter accepts any length: a chosen one must not be short
+  # enough to guess (JUPYTER_TOKEN=a). The generated one has 48 hex digits.
+  if [[ -n ${cfg_token} ]] && ((${#cfg_token} < 16)); then
+    die "JUPYTER_TOKEN${JUPYTER_TOKEN_FILE:+_FILE}: the token is ${#cfg_token} characters long; at least 16 (make one with: openssl rand -hex 24)"
+  fi
   if [[ -n ${cfg_password_hash} && ! ${cfg_password_hash} =~ ^(argon2:\$argon2(id|i|d)\$|sha1:|sha256:)[[:graph:]]+$ ]]; then
     die "JUPYTER_PASSWORD_HASH is not a Jupyter password hash (argon2:... or sha1:...; make one with: python -c 'from jupyter_server.auth import passwd; print(passwd())')"
   fi

@@ -20,6 +20,8 @@ CASES = {
     "token-file": ({"JUPYTER_TOKEN_FILE": "/run/secrets/none"}, "JUPYTER_TOKEN_FILE=/run/secrets/none: no such"),
     "both-tokens": ({"JUPYTER_TOKEN": "a", "JUPYTER_TOKEN_FILE": "/etc/hostname"}, "are both set"),
     "token-space": ({"JUPYTER_TOKEN": "two words"}, "the token contains spaces"),
+    "short-token": ({"JUPYTER_TOKEN": "a"}, "JUPYTER_TOKEN: the token is 1 characters long; at least 16"),
+    "short-token-15": ({"JUPYTER_TOKEN": "abcdefghijklmno"}, "JUPYTER_TOKEN: the token is 15 characters long"),
     "password": ({"JUPYTER_PASSWORD_HASH": "hunter2"}, "JUPYTER_PASSWORD_HASH is not a Jupyter password hash"),
     "key": ({"SSH_AUTHORIZED_KEYS": "ssh-ed25519 not-base64"}, "SSH_AUTHORIZED_KEYS: line 1 is not an SSH public key"),
     "key-file": ({"SSH_AUTHORIZED_KEYS_FILE": "/nope"}, "SSH_AUTHORIZED_KEYS_FILE=/nope: no such readable file"),
@@ -86,6 +88,14 @@ def test_empty_token_file(tracked: TrackedContainer, tmp_path: Path) -> None:
     assert tracked.wait_exit(container, timeout=30) == 2
     expected = "tf29-env: ERROR: JUPYTER_TOKEN_FILE=/run/secrets/token: the file is empty"
     assert tracked.logs(container).strip() == expected
+
+
+def test_short_token_in_a_file(tracked: TrackedContainer, tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("secret\n")
+    container = tracked.run(environment={"JUPYTER_TOKEN_FILE": "/run/secrets/token"},
+                            volumes={str(token): {"bind": "/run/secrets/token", "mode": "ro"}})
+    assert_refused(tracked, container, "JUPYTER_TOKEN_FILE: the token is 6 characters long; at least 16")
 
 
 def test_bad_key_in_the_middle_of_a_file(tracked: TrackedContainer, tmp_path: Path, keypair: KeyPair) -> None:
