@@ -63,9 +63,41 @@ load_config() {
   load_jupyter_auth
   load_ssh_keys
 
-  if ((!cfg_jupyter)) && { ((!cfg_ssh || !is_root)) || [[ -z ${cfg_ssh_keys} ]]; }; then
+  local ssh_starts=0
+  if ((cfg_ssh && is_root)) && [[ -n ${cfg_ssh_keys} ]]; then ssh_starts=1; fi
+  if ((!cfg_jupyter && !ssh_starts)); then
     die "ENABLE_JUPYTER=0 and no SSH to start (that needs ENABLE_SSH=1, root and a key): nothing to run"
   fi
+  check_listening "${ssh_starts}"
+  if ((ssh_starts)); then check_host_key_dir; fi
+}
+
+# What would otherwise fail only once the services start, with their own words and exit 1: two
+# services on one port, or JupyterLab (never root) on a port that only root may listen on.
+# check_listening SSH_STARTS: 1 when sshd will be started.
+check_listening() {
+  if ((cfg_jupyter && $1 && 10#${JUPYTER_PORT} == 10#${SSH_PORT})); then
+    die "JUPYTER_PORT=${JUPYTER_PORT} and SSH_PORT=${SSH_PORT}: JupyterLab and sshd cannot listen on the same port; change one of them"
+  fi
+  local floor
+  # Docker lets everyone listen on any port (0); --network host and other runtimes keep 1024.
+  if ((cfg_jupyter)) && read -r floor 2>/dev/null </proc/sys/net/ipv4/ip_unprivileged_port_start &&
+    ((10#${JUPYTER_PORT} < floor)); then
+    die "JUPYTER_PORT=${JUPYTER_PORT}: JupyterLab runs as ${NB_USER}, never root, and here only root may listen below port ${floor} (net.ipv4.ip_unprivileged_port_start); use ${floor} or above and publish it as any port (-p 80:8888)"
+  fi
+}
+
+# SSH_HOST_KEY_DIR is where 40-ssh makes the host keys at first start. Whether a folder can be made
+# there (not under /proc, not a file, not on a read-only mount) is known only by trying, so it is
+# made now, as it would be then, instead of failing then with a bare mkdir or ssh-keygen message.
+check_host_key_dir() {
+  local dir=${cfg_host_key_dir} error key
+  error=$(mkdir -p -- "${dir}" 2>&1) || die "SSH_HOST_KEY_DIR=${dir}: no folder for host keys can be made there (${error//$'\n'/ })"
+  [[ ! -w ${dir} ]] || return 0
+  for key in "${dir}"/ssh_host_*_key; do
+    [[ -s ${key} ]] && return 0 # keys kept on a read-only mount: nothing to write
+  done
+  die "SSH_HOST_KEY_DIR=${dir}: holds no host keys and none can be written there (read-only?)"
 }
 
 # Jupyter always has auth: a token (given, from a file, or generated) and/or a hashed password,

@@ -105,3 +105,37 @@ def test_bad_key_in_the_middle_of_a_file(tracked: TrackedContainer, tmp_path: Pa
                             volumes={str(keys): {"bind": "/k", "mode": "ro"}})
     assert tracked.wait_exit(container, timeout=30) == 2
     assert "SSH_AUTHORIZED_KEYS_FILE: line 3 is not an SSH public key" in tracked.logs(container)
+
+
+@pytest.mark.parametrize("ports", [{"JUPYTER_PORT": "22"}, {"SSH_PORT": "8888"},
+                                   {"JUPYTER_PORT": "2222", "SSH_PORT": "02222"}])
+def test_jupyter_and_ssh_on_one_port(tracked: TrackedContainer, keypair: KeyPair, ports: dict[str, str]) -> None:
+    """Jupyter used to say it in its own words, later, with exit 1."""
+    jupyter, ssh = ports.get("JUPYTER_PORT", "8888"), ports.get("SSH_PORT", "22")
+    container = tracked.run(environment={**ports, "SSH_AUTHORIZED_KEYS": keypair.public_text})
+    assert_refused(tracked, container, f"JUPYTER_PORT={jupyter} and SSH_PORT={ssh}: JupyterLab and sshd cannot listen "
+                                       "on the same port")
+
+
+def test_jupyter_on_a_port_only_root_may_use(tracked: TrackedContainer) -> None:
+    """Docker lets anyone listen on any port; where only root may listen below 1024, JupyterLab
+    (never root) cannot."""
+    container = tracked.run(environment={"JUPYTER_PORT": "80"},
+                            sysctls={"net.ipv4.ip_unprivileged_port_start": "1024"})
+    assert_refused(tracked, container, "JUPYTER_PORT=80: JupyterLab runs as jovyan, never root, and here only root "
+                                       "may listen below port 1024")
+
+
+@pytest.mark.parametrize(("directory", "why"), [("/proc/x", "No such file or directory"),
+                                                ("/etc/hostname/keys", "Not a directory"),
+                                                ("/sys/keys", "Read-only file system")])
+def test_a_host_key_dir_that_cannot_be(tracked: TrackedContainer, keypair: KeyPair, directory: str, why: str) -> None:
+    container = tracked.run(environment={"SSH_HOST_KEY_DIR": directory, "SSH_AUTHORIZED_KEYS": keypair.public_text})
+    assert_refused(tracked, container, f"SSH_HOST_KEY_DIR={directory}: no folder for host keys can be made there")
+    assert why in tracked.logs(container)
+
+
+def test_a_read_only_host_key_dir_without_keys(tracked: TrackedContainer, keypair: KeyPair, tmp_path: Path) -> None:
+    container = tracked.run(environment={"SSH_HOST_KEY_DIR": "/keys", "SSH_AUTHORIZED_KEYS": keypair.public_text},
+                            volumes={str(tmp_path): {"bind": "/keys", "mode": "ro"}})
+    assert_refused(tracked, container, "SSH_HOST_KEY_DIR=/keys: holds no host keys and none can be written there")
