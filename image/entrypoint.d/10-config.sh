@@ -31,6 +31,7 @@ load_config() {
     fi
   done
   ((10#${NB_UID} != 0)) || die "NB_UID=0: JupyterLab and SSH logins never run as root; pick another uid"
+  check_gid
   [[ ${NB_USER} =~ ^[a-z_][a-z0-9_-]{0,31}$ ]] || die "NB_USER='${NB_USER}' is not a valid user name"
 
   cfg_jupyter=1 cfg_ssh=1 cfg_no_auth=0
@@ -70,6 +71,20 @@ load_config() {
   fi
   check_listening "${ssh_starts}"
   if ((ssh_starts)); then check_host_key_dir; fi
+}
+
+# NB_GID becomes the dev user's group, and so everything in the notebooks and SSH sessions runs
+# with its rights. gid 0 and the image's system groups (below 1000: shadow reads /etc/shadow, adm
+# the logs, disk the block devices, staff writes /usr/local, ...) would hand those rights out, so
+# they are refused; 100 (users, the image's default, which owns the venv), any gid from 1000 up, and
+# any gid below 1000 that the image has no group for (a host's own scheme) are allowed.
+check_gid() {
+  local gid=$((10#${NB_GID})) group
+  ((gid != 0)) ||
+    die "NB_GID=0 is root's group, whose rights everything run in the notebooks and SSH sessions would get; use your own gid (id -g, 1000 or above) or 100 (users)"
+  if ((gid < 1000 && gid != 100)) && group=$(getent group "${gid}"); then
+    die "NB_GID=${NB_GID} is the image's system group '${group%%:*}', whose rights everything run in the notebooks and SSH sessions would get; use your own gid (id -g, 1000 or above) or 100 (users)"
+  fi
 }
 
 # What would otherwise fail only once the services start, with their own words and exit 1: two

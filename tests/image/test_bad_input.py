@@ -12,6 +12,9 @@ CASES = {
     "NB_UID": ({"NB_UID": "alice"}, "NB_UID='alice' is not a numeric id"),
     "NB_GID": ({"NB_GID": "-5"}, "NB_GID='-5' is not a numeric id"),
     "root": ({"NB_UID": "0"}, "NB_UID=0"),
+    "root-group": ({"NB_GID": "0"}, "NB_GID=0 is root's group"),
+    "shadow-group": ({"NB_GID": "42"}, "NB_GID=42 is the image's system group 'shadow'"),
+    "adm-group": ({"NB_GID": "004"}, "NB_GID=004 is the image's system group 'adm'"),
     "switch": ({"ENABLE_SSH": "maybe"}, "ENABLE_SSH='maybe' is not a switch"),
     "jupyter-switch": ({"ENABLE_JUPYTER": "2"}, "ENABLE_JUPYTER='2' is not a switch"),
     "self-check": ({"SELF_CHECK": "loud"}, "SELF_CHECK='loud' is not a mode"),
@@ -139,3 +142,11 @@ def test_a_read_only_host_key_dir_without_keys(tracked: TrackedContainer, keypai
     container = tracked.run(environment={"SSH_HOST_KEY_DIR": "/keys", "SSH_AUTHORIZED_KEYS": keypair.public_text},
                             volumes={str(tmp_path): {"bind": "/keys", "mode": "ro"}})
     assert_refused(tracked, container, "SSH_HOST_KEY_DIR=/keys: holds no host keys and none can be written there")
+
+
+@pytest.mark.parametrize("gid", ["100", "500", "4321"])
+def test_the_gids_that_are_allowed(tracked: TrackedContainer, gid: str) -> None:
+    """users (100), a gid the image has no group for (500: a host's own scheme) and any from 1000 up."""
+    container = tracked.run(publish=(), environment={"NB_GID": gid}, command=["id", "-g"])
+    assert tracked.wait_exit(container, timeout=30) == 0, tracked.logs(container)
+    assert tracked.logs(container).strip().splitlines()[-1] == gid
