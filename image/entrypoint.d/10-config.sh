@@ -10,7 +10,7 @@
 readonly SETTING_LIMITS=(
   NB_USER:32 NB_UID:10 NB_GID:10
   ENABLE_JUPYTER:16 ENABLE_SSH:16 JUPYTER_INSECURE_NO_AUTH:16 SELF_CHECK:16
-  JUPYTER_PORT:16 SSH_PORT:16 JUPYTER_BASE_URL:1024
+  JUPYTER_PORT:16 SSH_PORT:16 JUPYTER_BASE_URL:1024 JUPYTER_ALLOWED_HOSTS:4096
   JUPYTER_TOKEN:1024 JUPYTER_TOKEN_FILE:1024 JUPYTER_PASSWORD_HASH:1024
   SSH_AUTHORIZED_KEYS:65536 SSH_AUTHORIZED_KEYS_FILE:1024 SSH_HOST_KEY_DIR:1024
   JUPYTER_RUNTIME_DIR:1024 TFENV_RUN_DIR:1024
@@ -139,13 +139,40 @@ load_jupyter_auth() {
   if [[ -n ${cfg_password_hash} && ! ${cfg_password_hash} =~ ^(argon2:\$argon2(id|i|d)\$|sha1:|sha256:)[[:graph:]]+$ ]]; then
     die "JUPYTER_PASSWORD_HASH is not a Jupyter password hash (argon2:... or sha1:...; make one with: python -c 'from jupyter_server.auth import passwd; print(passwd())')"
   fi
+  load_allowed_hosts
   if ((cfg_no_auth)); then
     [[ -z ${cfg_token}${cfg_password_hash} ]] ||
       die "JUPYTER_INSECURE_NO_AUTH=1 together with a token or password: drop one of them"
+    # Without auth, the Host check is all that keeps a web page in a user's browser out: through
+    # DNS rebinding its own name comes to point at the published port, and the page can then
+    # fetch an _xsrf cookie and start kernels and terminals. So no-auth only with a list of names.
+    ((${#cfg_allowed_hosts[@]} > 0)) ||
+      die "JUPYTER_INSECURE_NO_AUTH=1 needs JUPYTER_ALLOWED_HOSTS, the host names JupyterLab is reached by (e.g. the proxy's jupyter.example.com, or localhost): without auth, any other name could be a web page's, through DNS rebinding"
   elif [[ -z ${cfg_token} && -z ${cfg_password_hash} ]]; then
     cfg_token=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
     cfg_token_generated=1
   fi
+}
+
+# JUPYTER_ALLOWED_HOSTS: the host names (comma- or space-separated) that requests may name in
+# their Host header; fed to Jupyter Server's own check (ServerApp.allow_remote_access=False and
+# local_hostnames, in 50-jupyter), which also lets localhost and loopback addresses in, and no other
+# address. Browsers send the name in lower case, which Jupyter compares exactly: stored so.
+load_allowed_hosts() {
+  cfg_allowed_hosts=()
+  local -a names=()
+  local name
+  IFS=$', \t\n' read -r -d '' -a names <<<"${JUPYTER_ALLOWED_HOSTS:-}" || true # -d '': every line
+  for name in "${names[@]}"; do
+    [[ -n ${name} ]] || continue
+    name=${name,,}
+    if [[ ${name} =~ ^[0-9.]+$ || ${name} =~ ^\[?[0-9a-f:.]*:[0-9a-f:.]*\]?$ ]]; then
+      die "JUPYTER_ALLOWED_HOSTS: '${name}' is an address; Jupyter lets loopback addresses (127.0.0.1, ::1) in always and no other address: list host names"
+    fi
+    [[ ${#name} -le 253 && ${name} =~ ^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$ ]] ||
+      die "JUPYTER_ALLOWED_HOSTS: '${name}' is not a host name (letters, digits, dots and dashes, e.g. jupyter.example.com; no scheme, port or wildcard)"
+    cfg_allowed_hosts+=("${name}")
+  done
 }
 
 # SSH is key-only: the keys come from SSH_AUTHORIZED_KEYS or SSH_AUTHORIZED_KEYS_FILE, and each

@@ -19,7 +19,7 @@ start_jupyter() {
   # The token travels in the environment (not argv, which every process can read in ps).
   local token_env=(env -u JUPYTER_TOKEN)
   if ((cfg_no_auth)); then
-    warn "JUPYTER_INSECURE_NO_AUTH=1: JupyterLab accepts anyone who reaches port ${JUPYTER_PORT}, with no token or password"
+    warn "JUPYTER_INSECURE_NO_AUTH=1: JupyterLab accepts anyone who reaches port ${JUPYTER_PORT} as ${cfg_allowed_hosts[*]}, localhost or a loopback address, with no token or password"
     args+=(--IdentityProvider.token= --PasswordIdentityProvider.hashed_password=)
   else
     if [[ -n ${cfg_token} ]]; then
@@ -30,6 +30,15 @@ start_jupyter() {
     if [[ -n ${cfg_password_hash} ]]; then
       args+=("--PasswordIdentityProvider.hashed_password=${cfg_password_hash}")
     fi
+  fi
+  # Only requests whose Host header names an allowed host or a loopback address (the healthcheck's)
+  # are served: Jupyter's own DNS-rebinding check, which it switches off when listening on 0.0.0.0.
+  if ((${#cfg_allowed_hosts[@]} > 0)); then
+    local name
+    args+=(--ServerApp.allow_remote_access=False --ServerApp.local_hostnames=localhost)
+    for name in "${cfg_allowed_hosts[@]}"; do
+      args+=("--ServerApp.local_hostnames=${name}")
+    done
   fi
   mkdir -p "${JUPYTER_RUNTIME_DIR}"
   ((!is_root)) || chown "${NB_UID}:${NB_GID}" "${JUPYTER_RUNTIME_DIR}"

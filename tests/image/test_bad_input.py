@@ -25,6 +25,16 @@ CASES = {
     "token-space": ({"JUPYTER_TOKEN": "two words"}, "the token contains spaces"),
     "short-token": ({"JUPYTER_TOKEN": "a"}, "JUPYTER_TOKEN: the token is 1 characters long; at least 16"),
     "short-token-15": ({"JUPYTER_TOKEN": "abcdefghijklmno"}, "JUPYTER_TOKEN: the token is 15 characters long"),
+    "no-auth-without-hosts": ({"JUPYTER_INSECURE_NO_AUTH": "1"},
+                              "JUPYTER_INSECURE_NO_AUTH=1 needs JUPYTER_ALLOWED_HOSTS"),
+    "allowed-host-address": ({"JUPYTER_ALLOWED_HOSTS": "jupyter.example, 10.0.0.5"},
+                             "JUPYTER_ALLOWED_HOSTS: '10.0.0.5' is an address"),
+    "allowed-host-v6": ({"JUPYTER_ALLOWED_HOSTS": "[fd00::1]"}, "JUPYTER_ALLOWED_HOSTS: '[fd00::1]' is an address"),
+    "allowed-host-url": ({"JUPYTER_ALLOWED_HOSTS": "https://jupyter.example"},
+                         "JUPYTER_ALLOWED_HOSTS: 'https://jupyter.example' is not a host name"),
+    "allowed-host-port": ({"JUPYTER_ALLOWED_HOSTS": "jupyter.example:8888"},
+                          "JUPYTER_ALLOWED_HOSTS: 'jupyter.example:8888' is not a host name"),
+    "allowed-host-wildcard": ({"JUPYTER_ALLOWED_HOSTS": "*.example"}, "JUPYTER_ALLOWED_HOSTS: '*.example' is not"),
     "password": ({"JUPYTER_PASSWORD_HASH": "hunter2"}, "JUPYTER_PASSWORD_HASH is not a Jupyter password hash"),
     "key": ({"SSH_AUTHORIZED_KEYS": "ssh-ed25519 not-base64"}, "SSH_AUTHORIZED_KEYS: line 1 is not an SSH public key"),
     "key-file": ({"SSH_AUTHORIZED_KEYS_FILE": "/nope"}, "SSH_AUTHORIZED_KEYS_FILE=/nope: no such readable file"),
@@ -35,9 +45,9 @@ CASES = {
 # Every variable the entrypoint reads has a length limit, far above any real value; 70 KB is above all.
 LONG = 70_000
 BOUNDED = ["NB_USER", "NB_UID", "NB_GID", "ENABLE_JUPYTER", "ENABLE_SSH", "JUPYTER_INSECURE_NO_AUTH",
-           "SELF_CHECK", "JUPYTER_PORT", "SSH_PORT", "JUPYTER_BASE_URL", "JUPYTER_TOKEN", "JUPYTER_TOKEN_FILE",
-           "JUPYTER_PASSWORD_HASH", "SSH_AUTHORIZED_KEYS", "SSH_AUTHORIZED_KEYS_FILE", "SSH_HOST_KEY_DIR",
-           "JUPYTER_RUNTIME_DIR", "TFENV_RUN_DIR"]
+           "SELF_CHECK", "JUPYTER_PORT", "SSH_PORT", "JUPYTER_BASE_URL", "JUPYTER_ALLOWED_HOSTS", "JUPYTER_TOKEN",
+           "JUPYTER_TOKEN_FILE", "JUPYTER_PASSWORD_HASH", "SSH_AUTHORIZED_KEYS", "SSH_AUTHORIZED_KEYS_FILE",
+           "SSH_HOST_KEY_DIR", "JUPYTER_RUNTIME_DIR", "TFENV_RUN_DIR"]
 
 
 def assert_refused(tracked: TrackedContainer, container: Container, message: str) -> None:

@@ -74,7 +74,7 @@ def test_hashed_password_login(tracked: TrackedContainer) -> None:
 
 
 def test_no_auth_only_by_explicit_opt_in_and_with_a_warning(tracked: TrackedContainer) -> None:
-    container = tracked.run(environment={"JUPYTER_INSECURE_NO_AUTH": "1"})
+    container = tracked.run(environment={"JUPYTER_INSECURE_NO_AUTH": "1", "JUPYTER_ALLOWED_HOSTS": "localhost"})
     tracked.wait_healthy(container)
     assert api_status(tracked.port(container, 8888)) == 200
     assert "WARNING: JUPYTER_INSECURE_NO_AUTH=1" in tracked.logs(container)
