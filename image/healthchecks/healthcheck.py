@@ -5,23 +5,31 @@ the services file of its run directory, with what is needed to find each:
 - "jupyter RUNTIME_DIR": JupyterLab's runtime file there (jpserver-PID.json) gives port, base_url
   and whether it speaks https, so those settings need no repeating here; GET {base_url}api on
   127.0.0.1, proxies bypassed, must answer 200 with a version.
-- "ssh PORT" (when sshd was started): a TCP connection to the port must greet with "SSH-2.0-".
+- "ssh PORT" (when sshd was started): a TCP connection to the port must be answered: with sshd's
+  greeting, or, while sshd is busy with logins that have not finished (MaxStartups), with its
+  refusal. Nothing listening, or nothing answering (a hung sshd), is unhealthy.
 
 Standard library only, run by the distro's python3 -I: it starts in tens of milliseconds.
 """
 
 import json
 import os
+import re
 import socket
 import ssl
 import sys
 import urllib.request
 from pathlib import Path
+from typing import Tuple  # python 3.8: tuple[...] in an annotation fails at import
 
 TIMEOUT = 1.0
 # Paired with SERVICES_FILE in image/entrypoint.d/00-common.sh (the same name, in TFENV_RUN_DIR),
 # whose write_services writes the lines read below.
 SERVICES = "services"
+# Paired with PidFile in image/ssh/sshd_config: the pid of sshd's listener, whose process title says
+# how many logins are pending ("[listener] 3 of 128-256 startups", OpenSSH 8.2 and later).
+SSHD_PID_FILE = Path("/run/tf29-env-sshd/sshd.pid")
+STARTUPS = re.compile(rb"\[listener\] (\d+) of (\d+)-(\d+) startups")
 
 
 def run_dir() -> Path:
@@ -77,13 +85,49 @@ def check_jupyter(runtime_dir: str) -> str:
     return f"jupyter ok ({url})"
 
 
+def sshd_startups() -> Tuple[int, int, int]:
+    """(pending logins, MaxStartups' start, its full) from sshd's listener's process title."""
+    try:
+        pid = int(SSHD_PID_FILE.read_text().strip())
+        title = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError) as exc:
+        raise RuntimeError(f"no sshd listener found through {SSHD_PID_FILE} ({exc})") from exc
+    found = STARTUPS.search(title)
+    if not found:
+        raise RuntimeError(f"pid {pid} of {SSHD_PID_FILE} is not sshd's listener")
+    pending, start, full = (int(group) for group in found.groups())
+    return pending, start, full
+
+
 def check_ssh(port: int) -> str:
-    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as conn:
-        conn.settimeout(TIMEOUT)
-        greeting = conn.recv(256)
-    if not greeting.startswith(b"SSH-2.0-"):
+    """The probe takes one of sshd's slots for logins in progress (MaxStartups). When they are all
+    taken, as by a port scanner's idle connections, sshd is busy, not broken: OpenSSH 8.4 answers
+    "Exceeded MaxStartups", 8.2 just closes the connection. Neither may turn the container unhealthy,
+    or a restart policy or an orchestrator would end everyone's kernels over someone's scanner; the
+    idle connections go after sshd's LoginGraceTime. What is a failure: nothing listens (sshd gone),
+    nothing answers within TIMEOUT (sshd hung: the kernel accepts for it, nobody reads), something
+    else answers, or connections are closed unanswered while sshd is not at MaxStartups."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as conn:
+            conn.settimeout(TIMEOUT)
+            greeting = conn.recv(256)
+    except ConnectionRefusedError as exc:
+        raise RuntimeError(f"nothing listens on port {port}") from exc
+    except ConnectionResetError:
+        greeting = b""  # closed unanswered, as an EOF
+    except socket.timeout as exc:
+        raise RuntimeError(f"port {port} did not answer within {TIMEOUT:g}s (sshd hung?)") from exc
+    if greeting.startswith(b"SSH-2.0-"):
+        return f"ssh ok (port {port})"
+    if greeting.startswith(b"Exceeded MaxStartups"):
+        return f"ssh busy (port {port}: Exceeded MaxStartups, new connections are refused until logins finish)"
+    if greeting:
         raise RuntimeError(f"port {port} answered {greeting[:20]!r}, not an SSH greeting")
-    return f"ssh ok (port {port})"
+    pending, start, full = sshd_startups()
+    if pending < start:
+        raise RuntimeError(f"port {port} closed the connection without a greeting, with only {pending} logins "
+                           f"pending (MaxStartups {start}:{full})")
+    return f"ssh busy (port {port}: {pending} logins pending, MaxStartups {start}:{full})"
 
 
 def main() -> int:

@@ -1,19 +1,22 @@
 """The healthcheck's decisions, against real local servers (an HTTP server standing in for
-Jupyter's API, a TCP server sending an SSH greeting) and real runtime files: no engine needed."""
+Jupyter's API, a TCP server sending an SSH greeting or sshd's refusal, a process titled as sshd's
+listener) and real runtime files: no engine needed."""
 
 import http.server
 import importlib.util
 import json
 import os
 import socket
+import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 SCRIPT = Path(__file__).resolve().parents[2] / "image" / "healthchecks" / "healthcheck.py"
+SSHD_CONFIG = SCRIPT.parents[1] / "ssh" / "sshd_config"
 
 
 def load(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
@@ -120,18 +123,86 @@ def test_runtime_file_of_a_dead_server_is_ignored(tmp_path: Path, monkeypatch: p
     assert "no runtime file of a running Jupyter server" in capsys.readouterr().out
 
 
+# OpenSSH 8.4 answers a connection past MaxStartups with "Exceeded MaxStartups": sshd is busy
+# (logins in progress, or a port scanner's idle connections), not broken.
 @pytest.mark.parametrize(("greeting", "healthy"), [(b"SSH-2.0-OpenSSH_8.4p1 Debian-5\r\n", True),
+                                                   (b"Exceeded MaxStartups\r\n", True),
                                                    (b"HTTP/1.1 400 Bad Request\r\n", False)])
 def test_ssh_greeting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, greeting: bytes, healthy: bool) -> None:
     (tmp_path / "services").write_text(f"ssh {greeting_server(greeting)}\n")
     assert (load(tmp_path, monkeypatch).main() == 0) is healthy
 
 
-def test_nothing_listening_is_unhealthy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nothing_listening_is_unhealthy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
     with socket.create_server(("127.0.0.1", 0)) as probe:
         port = probe.getsockname()[1]
     (tmp_path / "services").write_text(f"ssh {port}\n")
     assert load(tmp_path, monkeypatch).main() == 1
+    assert capsys.readouterr().out == f"unhealthy: ssh: nothing listens on port {port}\n"
+
+
+def test_a_hung_sshd_is_unhealthy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """A stopped or hung sshd: the kernel completes the connection for it, and nothing is read."""
+    with socket.create_server(("127.0.0.1", 0)) as never_accepts:
+        (tmp_path / "services").write_text(f"ssh {never_accepts.getsockname()[1]}\n")
+        assert load(tmp_path, monkeypatch).main() == 1
+    assert "did not answer within 1s (sshd hung?)" in capsys.readouterr().out
+
+
+@pytest.fixture
+def sshd_listener(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[ModuleType, str], None]]:
+    """Point a loaded healthcheck at a real process titled as sshd's listener is, through a pid file."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(module: ModuleType, startups: str) -> None:
+        title = f"sshd: /usr/sbin/sshd -D -e [listener] {startups} startups"
+        process = subprocess.Popen([title, "60"], executable="/bin/sleep")
+        started.append(process)
+        pid_file = tmp_path / "sshd.pid"
+        pid_file.write_text(f"{process.pid}\n")
+        monkeypatch.setattr(module, "SSHD_PID_FILE", pid_file)
+
+    yield start
+    for process in started:
+        process.kill()
+        process.wait()
+
+
+@pytest.mark.parametrize(("startups", "verdict"), [
+    # OpenSSH 8.2 closes a connection past MaxStartups without a word: busy, when the listener's
+    # title says that many logins are pending.
+    ("130 of 128-256", "healthy: ssh busy (port {port}: 130 logins pending, MaxStartups 128:256)"),
+    # Closed unanswered with slots free: sshd fails every connection before its greeting.
+    ("3 of 128-256", "unhealthy: ssh: port {port} closed the connection without a greeting, with only 3 "
+                     "logins pending (MaxStartups 128:256)"),
+])
+def test_a_connection_closed_unanswered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str],
+                                        sshd_listener: Callable[[ModuleType, str], None],
+                                        startups: str, verdict: str) -> None:
+    module = load(tmp_path, monkeypatch)
+    sshd_listener(module, startups)
+    port = greeting_server(b"")
+    (tmp_path / "services").write_text(f"ssh {port}\n")
+    assert (module.main() == 0) is verdict.startswith("healthy")
+    assert capsys.readouterr().out == verdict.format(port=port) + "\n"
+
+
+def test_a_connection_closed_unanswered_without_sshd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    module = load(tmp_path, monkeypatch)
+    monkeypatch.setattr(module, "SSHD_PID_FILE", tmp_path / "no-such.pid")
+    (tmp_path / "services").write_text(f"ssh {greeting_server(b'')}\n")
+    assert module.main() == 1
+    assert "no sshd listener found through" in capsys.readouterr().out
+
+
+def test_the_pid_file_is_sshd_configs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The healthcheck reads sshd's pid file where sshd_config has sshd write it."""
+    pid_files = [line.split()[1] for line in SSHD_CONFIG.read_text().splitlines() if line.startswith("PidFile ")]
+    assert pid_files == [str(load(tmp_path, monkeypatch).SSHD_PID_FILE)]
 
 
 def test_command_mode_has_nothing_to_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
