@@ -1,5 +1,9 @@
 """SSH: key-only logins as the dev user, with the container's environment; never root."""
 
+import contextlib
+import socket
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import paramiko
@@ -8,7 +12,7 @@ from docker import DockerClient
 from docker.models.containers import Container
 
 from testkit import ssh
-from testkit.containers import TrackedContainer
+from testkit.containers import LOOPBACK, TrackedContainer
 from testkit.ssh import KeyPair
 
 
@@ -97,3 +101,98 @@ def test_host_keys_survive_recreation_on_a_volume(
     finally:
         tracked.remove_all()
         docker_client.volumes.get(volume).remove(force=True)
+
+
+# Algorithms (image/ssh/sshd_config). paramiko is held to one algorithm of a kind through its
+# Transport's security options (what it offers) and, for the signature an RSA user key makes,
+# disabled_algorithms.
+RSA_SIGNATURES = ("rsa-sha2-512", "rsa-sha2-256", "ssh-rsa")
+
+
+@pytest.fixture(scope="module")
+def rsa_keypair(tmp_path_factory: pytest.TempPathFactory) -> KeyPair:
+    """A user's RSA key, as ssh-keygen makes it for -t rsa."""
+    private = tmp_path_factory.mktemp("ssh-rsa") / "id_rsa"
+    subprocess.run(["ssh-keygen", "-q", "-t", "rsa", "-N", "", "-C", "test-rsa", "-f", str(private)], check=True)
+    return KeyPair(private, private.with_suffix(".pub").read_text().strip())
+
+
+@contextlib.contextmanager
+def offering(port: int, key: KeyPair, *, cipher: str = "", mac: str = "", host_key: str = "",
+             rsa_signature: str = "") -> Iterator[paramiko.Transport]:
+    """A paramiko login that offers only the algorithms named (the others as paramiko comes)."""
+    disabled = {"pubkeys": [name for name in RSA_SIGNATURES if name != rsa_signature]} if rsa_signature else {}
+    transport = paramiko.Transport(socket.create_connection((LOOPBACK, port), timeout=10),
+                                   disabled_algorithms=disabled)
+    try:
+        options = transport.get_security_options()
+        if cipher:
+            options.ciphers = (cipher,)
+        if mac:
+            options.digests = (mac,)
+        if host_key:
+            options.key_types = (host_key,)
+        transport.start_client(timeout=10)
+        transport.auth_publickey("jovyan", paramiko.PKey.from_path(key.private))
+        yield transport
+    finally:
+        transport.close()
+
+
+def whoami(transport: paramiko.Transport) -> str:
+    channel = transport.open_session(timeout=10)
+    channel.exec_command("whoami")
+    out = channel.makefile("rb").read().decode()
+    assert channel.recv_exit_status() == 0
+    return out.strip()
+
+
+def openssh_login(port: int, key: KeyPair, *options: str) -> subprocess.CompletedProcess[str]:
+    """`ssh ... true` with the host's OpenSSH client, leaving out its user config and agent."""
+    return subprocess.run(
+        ["ssh", "-F", "/dev/null", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
+         "-o", "UserKnownHostsFile=/dev/null", "-o", "IdentitiesOnly=yes", "-o", "IdentityAgent=none",
+         "-o", "ConnectTimeout=10", *options, "-i", str(key.private), "-p", str(port), "jovyan@127.0.0.1", "true"],
+        capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_sha1_and_64_bit_macs_are_refused(tracked: TrackedContainer, keypair: KeyPair) -> None:
+    _, port = start(tracked, keypair)
+    # A CTR cipher, since AES-GCM brings its own MAC and would make the MAC offer moot.
+    with pytest.raises(paramiko.SSHException, match="no acceptable macs"), \
+            offering(port, keypair, cipher="aes128-ctr", mac="hmac-sha1"):
+        pass
+    refused = openssh_login(port, keypair, "-o", "Ciphers=aes128-ctr", "-o", "MACs=umac-64@openssh.com")
+    assert refused.returncode == 255 and "no matching MAC found" in refused.stderr, refused.stderr
+    # The same client with a SHA-2 MAC gets in: what was refused is the MAC.
+    with offering(port, keypair, cipher="aes128-ctr", mac="hmac-sha2-256-etm@openssh.com") as transport:
+        assert whoami(transport) == "jovyan"
+
+
+def test_sha1_rsa_signatures_are_refused(tracked: TrackedContainer, keypair: KeyPair, rsa_keypair: KeyPair) -> None:
+    _, port = start(tracked, keypair, environment={
+        "SSH_AUTHORIZED_KEYS": f"{keypair.public_text}\n{rsa_keypair.public_text}"})
+    # The server's RSA host key signing with SHA-1 (ssh-rsa): no host key algorithm in common.
+    with pytest.raises(paramiko.SSHException, match="no acceptable host key"), \
+            offering(port, keypair, host_key="ssh-rsa"):
+        pass
+    refused = openssh_login(port, keypair, "-o", "HostKeyAlgorithms=ssh-rsa")
+    assert refused.returncode == 255 and "no matching host key type found" in refused.stderr, refused.stderr
+    # The user's RSA key signing with SHA-1: not accepted.
+    with pytest.raises(paramiko.AuthenticationException), offering(port, rsa_keypair, rsa_signature="ssh-rsa"):
+        pass
+    # The same RSA host key and user key with SHA-2 signatures get in.
+    for algorithm in ("rsa-sha2-256", "rsa-sha2-512"):
+        with offering(port, rsa_keypair, host_key=algorithm, rsa_signature=algorithm) as transport:
+            assert whoami(transport) == "jovyan"
+
+
+def test_modern_clients_log_in(tracked: TrackedContainer, keypair: KeyPair, rsa_keypair: KeyPair) -> None:
+    """The host's OpenSSH client and paramiko as they come, with an ed25519 or an RSA key."""
+    _, port = start(tracked, keypair, environment={
+        "SSH_AUTHORIZED_KEYS": f"{keypair.public_text}\n{rsa_keypair.public_text}"})
+    for key in (keypair, rsa_keypair):
+        done = openssh_login(port, key)
+        assert done.returncode == 0, done.stderr
+        with ssh.connect(port, "jovyan", key) as client:
+            assert ssh.run(client, "whoami") == (0, "jovyan\n")
