@@ -138,6 +138,8 @@ COPY image/ /opt/tf29-env/
 # overrides.d, which leaves overrides.json to the admin (it wins over ours). The kernelspec keeps
 # the name python3, so that existing notebooks open, and says what it runs; linked, not copied,
 # so that editing either rebuilds this layer only. The folders are the venv's: group-writable.
+# jupyter/jupyter_server_config.py is the venv's server config (a user's ~/.jupyter one wins): it
+# keeps the token out of kernels and terminals.
 RUN ln -s /opt/tf29-env/entrypoint.sh /usr/local/bin/entrypoint.sh \
  && ln -s /opt/tf29-env/bin/selfcheck /usr/local/bin/selfcheck \
  && ln -s /opt/tf29-env/bin/healthcheck /usr/local/bin/healthcheck \
@@ -146,6 +148,7 @@ RUN ln -s /opt/tf29-env/entrypoint.sh /usr/local/bin/entrypoint.sh \
       "${VIRTUAL_ENV}/share/jupyter/lab/settings" "${VIRTUAL_ENV}/share/jupyter/lab/settings/overrides.d" \
  && ln -s /opt/tf29-env/jupyter/overrides.json "${VIRTUAL_ENV}/share/jupyter/lab/settings/overrides.d/tf29-env.json" \
  && ln -sf /opt/tf29-env/jupyter/kernel.json "${VIRTUAL_ENV}/share/jupyter/kernels/python3/kernel.json" \
+ && ln -s /opt/tf29-env/jupyter/jupyter_server_config.py "${VIRTUAL_ENV}/etc/jupyter/jupyter_server_config.py" \
  && install -d -m 1777 /run/tf29-env \
  && install -d -m 755 /etc/tf29-env/start.d /etc/ssh/host-keys
 

@@ -2,14 +2,36 @@
 host names are served (DNS rebinding), the token stays out of kernels, terminals and other users'
 reach, and a save that fails leaves no broken file."""
 
+import json
+
 import requests
+from docker.models.containers import Container
 
 from testkit.containers import LOOPBACK, TrackedContainer
+from testkit.jupyter import api_status
 
 TOKEN = "hardening-token-7c41e0a9"
 ALLOWED = "jupyter.example.test"
 # A web page's own name, which DNS rebinding makes point at the port published to localhost.
 REBOUND = "rebind.attacker.test"
+RUNTIME_DIR = "/run/tf29-env/jupyter"
+OTHER_UID = "4242"
+# Run in the container as the dev user: the server's children (kernels, terminals), each with its
+# command line and whether its environment holds the token. Reading another user's environ needs
+# CAP_SYS_PTRACE, which root in a container lacks; the process's own user may.
+CHILDREN_ENVIRONMENTS = """
+import json, os, subprocess, sys
+server = subprocess.run(["pgrep", "-o", "-f", "jupyter-lab"], capture_output=True, text=True).stdout.split()[0]
+children = subprocess.run(["pgrep", "-P", server], capture_output=True, text=True).stdout.split()
+found = {}
+for pid in children:
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        cmdline = f.read().replace(b"\\0", b" ").decode()
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        environ = f.read().split(b"\\0")
+    found[cmdline] = [entry.split(b"=")[0].decode() for entry in environ if sys.argv[1].encode() in entry]
+print(json.dumps(found))
+"""
 
 
 def url(port: int, path: str) -> str:
@@ -61,3 +83,78 @@ def test_allowed_hosts_with_a_token(tracked: TrackedContainer) -> None:
     auth = {"Authorization": f"token {TOKEN}"}
     assert requests.get(url(port, "api/status"), headers={**auth, **host(ALLOWED, port)}, timeout=10).status_code == 200
     assert requests.get(url(port, "api/status"), headers={**auth, **host(REBOUND, port)}, timeout=10).status_code == 403
+
+
+def start_kernel_and_terminal(port: int) -> None:
+    auth = {"Authorization": f"token {TOKEN}"}
+    kernel = requests.post(url(port, "api/kernels"), headers=auth, json={"name": "python3"}, timeout=60)
+    assert kernel.status_code == 201, kernel.text
+    terminal = requests.post(url(port, "api/terminals"), headers=auth, timeout=30)
+    assert terminal.status_code == 200, terminal.text
+
+
+def children_holding(tracked: TrackedContainer, container: Container, secret: str) -> dict[str, list[str]]:
+    """{command line of each child of the server: names of its environment variables holding SECRET}"""
+    code, out = tracked.exec(container, ["python3", "-c", CHILDREN_ENVIRONMENTS, secret], user="jovyan")
+    assert code == 0, out
+    found: dict[str, list[str]] = json.loads(out)
+    return found
+
+
+def test_the_token_stays_out_of_kernels_and_terminals(tracked: TrackedContainer) -> None:
+    """Kernels and terminals start with a copy of the server's environment, where Jupyter leaves
+    JUPYTER_TOKEN: `env` in a terminal or os.environ in a notebook would show it."""
+    container = tracked.run(environment={"JUPYTER_TOKEN": TOKEN})
+    tracked.wait_healthy(container)
+    port = tracked.port(container, 8888)
+    start_kernel_and_terminal(port)
+    children = children_holding(tracked, container, TOKEN)
+    assert any("ipykernel_launcher" in cmdline for cmdline in children), children
+    assert any(cmdline.startswith("/bin/bash") for cmdline in children), children
+    assert all(names == [] for names in children.values()), children
+    assert api_status(port, TOKEN) == 200, "the token still logs in"
+
+
+def stat_lines(tracked: TrackedContainer, container: Container) -> list[tuple[str, int, str]]:
+    """(owner, mode, path) of the runtime folder and everything in it, as root sees them."""
+    code, out = tracked.exec(container, ["sh", "-c", f"stat -c '%U %a %n' {RUNTIME_DIR} {RUNTIME_DIR}/*"])
+    assert code == 0, out
+    return [(owner, int(mode, 8), path) for owner, mode, path in (line.split(" ", 2) for line in out.splitlines())]
+
+
+def test_runtime_files_are_the_dev_users_alone(tracked: TrackedContainer) -> None:
+    """jpserver-PID.json and jpserver-PID-open.html hold the token, the kernels' connection files
+    their keys: no other uid in the container may read them, or even list them. Jupyter makes the
+    -open.html readable by all (0644, no setting against it): the folder's mode 700 keeps it in."""
+    container = tracked.run(environment={"JUPYTER_TOKEN": TOKEN})
+    tracked.wait_healthy(container)
+    start_kernel_and_terminal(tracked.port(container, 8888))
+    (dir_owner, dir_mode, _), *files = stat_lines(tracked, container)
+    assert dir_owner == "jovyan" and dir_mode & 0o077 == 0, (dir_owner, oct(dir_mode))
+    names = [path.rsplit("/", 1)[-1] for _, _, path in files]
+    assert any(name.startswith("jpserver-") and name.endswith(".json") for name in names), names
+    assert any(name.startswith("kernel-") for name in names), names
+    for owner, mode, path in files:
+        assert owner == "jovyan", (owner, path)
+        assert mode & 0o077 == 0 or path.endswith("-open.html"), (oct(mode), path)
+    code, out = tracked.exec(container, ["ls", RUNTIME_DIR], user=OTHER_UID)
+    assert code != 0 and "Permission denied" in out, out
+    for _, _, path in files:
+        code, out = tracked.exec(container, ["cat", path], user=OTHER_UID)
+        assert code != 0 and "Permission denied" in out and TOKEN not in out, (path, out)
+    code, out = tracked.exec(container, ["jupyter", "server", "list"], user="jovyan")
+    assert code == 0 and TOKEN in out, out
+
+
+def test_runtime_folder_link_left_by_the_dev_user(tracked: TrackedContainer) -> None:
+    """The runtime folder is the dev user's and outlives a restart: a link put in its place must
+    not turn root's chown and chmod at the next start onto its target."""
+    container = tracked.run(environment={"JUPYTER_TOKEN": TOKEN})
+    tracked.wait_healthy(container)
+    code, out = tracked.exec(container, ["sh", "-c", f"mv {RUNTIME_DIR} {RUNTIME_DIR}.old && ln -s /etc {RUNTIME_DIR}"],
+                             user="jovyan")
+    assert code == 0, out
+    container.restart(timeout=10)
+    tracked.wait_healthy(container)
+    code, out = tracked.exec(container, ["stat", "-c", "%U %a %F", "/etc", RUNTIME_DIR])
+    assert out.splitlines() == ["root 755 directory", "jovyan 700 directory"], out
