@@ -1,6 +1,7 @@
 """SSH: key-only logins as the dev user, with the container's environment; never root."""
 
 import contextlib
+import re
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -196,3 +197,62 @@ def test_modern_clients_log_in(tracked: TrackedContainer, keypair: KeyPair, rsa_
         assert done.returncode == 0, done.stderr
         with ssh.connect(port, "jovyan", key) as client:
             assert ssh.run(client, "whoami") == (0, "jovyan\n")
+
+
+# Authorized keys: checked in one ssh-keygen pass over the file sshd reads (entrypoint.d/40-ssh.sh),
+# after 10-config.sh bounded their size (SSH_AUTHORIZED_KEYS_FILE: 65536 bytes).
+KEYS_FILE_LIMIT = 65536
+
+
+def test_a_key_file_as_large_as_allowed_is_checked_in_one_pass(
+    tracked: TrackedContainer, keypair: KeyPair, other_keypair: KeyPair, tmp_path: Path
+) -> None:
+    """One ssh-keygen per line took 38 s for 10,000 keys, with no log line."""
+    lines: list[str] = []
+    while sum(map(len, lines)) + 2 * len(other_keypair.public_text) < KEYS_FILE_LIMIT:
+        lines.append(f"{other_keypair.public_text.rsplit(' ', 1)[0]} member{len(lines)}@team\n")
+    lines.append(keypair.public_text + "\n")  # the key logged in with, last
+    keys = tmp_path / "authorized_keys"
+    keys.write_text("".join(lines))
+    assert len(lines) > 600 and keys.stat().st_size <= KEYS_FILE_LIMIT
+    # ssh-keygen as the entrypoint finds it on PATH, counting its runs.
+    counting = tmp_path / "ssh-keygen"
+    counting.write_text("#!/bin/sh\nprintf '%s\\n' \"$*\" >>/tmp/ssh-keygen.runs\nexec /usr/bin/ssh-keygen \"$@\"\n")
+    counting.chmod(0o755)
+    container = tracked.run(environment={"SSH_AUTHORIZED_KEYS_FILE": "/run/secrets/keys"}, volumes={
+        str(keys): {"bind": "/run/secrets/keys", "mode": "ro"},
+        str(counting): {"bind": "/usr/local/bin/ssh-keygen", "mode": "ro"}})
+    tracked.wait_healthy(container, timeout=120)
+    assert f"SSH: listening on port 22 for jovyan ({len(lines)} public keys; no passwords)" in tracked.logs(container)
+    code, runs = tracked.exec(container, ["cat", "/tmp/ssh-keygen.runs"])
+    assert code == 0
+    assert [run for run in runs.splitlines() if run.startswith("-v -l")] == ["-v -l -f -"]
+    with ssh.connect(tracked.port(container, 22), "jovyan", keypair) as client:
+        assert ssh.run(client, "whoami") == (0, "jovyan\n")
+
+
+def assert_refused_at_once(tracked: TrackedContainer, container: Container, pattern: str) -> None:
+    """Exit 2 within seconds, and one line: the error."""
+    assert tracked.wait_exit(container, timeout=20) == 2
+    lines = tracked.logs(container).strip().splitlines()
+    assert len(lines) == 1 and re.fullmatch(pattern, lines[0]), lines
+
+
+def test_a_megabyte_of_garbage_is_refused_at_once(tracked: TrackedContainer, tmp_path: Path) -> None:
+    """A 1 MB single-line garbage key file took 48 s to be refused."""
+    garbage = tmp_path / "keys"
+    garbage.write_text("ssh-ed25519 " + "A" * 1_000_000)
+    container = tracked.run(environment={"SSH_AUTHORIZED_KEYS_FILE": "/run/secrets/keys"},
+                            volumes={str(garbage): {"bind": "/run/secrets/keys", "mode": "ro"}})
+    assert_refused_at_once(tracked, container, r"tf29-env: ERROR: SSH_AUTHORIZED_KEYS_FILE=/run/secrets/keys: "
+                                               r"the file is 1000012 bytes; at most \d+")
+
+
+def test_keys_that_are_all_comments_are_refused(tracked: TrackedContainer, tmp_path: Path) -> None:
+    """sshd would start and let nobody in."""
+    keys = tmp_path / "keys"
+    keys.write_text("# team keys\n\n# alice: see the wiki\n")
+    container = tracked.run(environment={"SSH_AUTHORIZED_KEYS_FILE": "/run/secrets/keys"},
+                            volumes={str(keys): {"bind": "/run/secrets/keys", "mode": "ro"}})
+    assert_refused_at_once(tracked, container, "tf29-env: ERROR: SSH_AUTHORIZED_KEYS_FILE: no SSH public key in "
+                                               "it, only comments and blank lines")
