@@ -1,8 +1,9 @@
 """JupyterLab against what a user's browser, a kernel or a full disk can do to it: only the allowed
 host names are served (DNS rebinding), the token stays out of kernels, terminals and other users'
-reach, and a save that fails leaves no broken file."""
+reach, notebooks save on a tmpfs, and a save that fails leaves no broken file."""
 
 import json
+from typing import Any
 
 import requests
 from docker.models.containers import Container
@@ -157,4 +158,37 @@ def test_runtime_folder_link_left_by_the_dev_user(tracked: TrackedContainer) -> 
     container.restart(timeout=10)
     tracked.wait_healthy(container)
     code, out = tracked.exec(container, ["stat", "-c", "%U %a %F", "/etc", RUNTIME_DIR])
-    assert out.splitlines() == ["root 755 directory", "jovyan 700 directory"], out
+    assert code == 0 and out.splitlines() == ["root 755 directory", "jovyan 700 directory"], out
+
+
+WORK = "/home/jovyan/work"
+
+
+def notebook(text: str) -> dict[str, Any]:
+    return {"cells": [{"cell_type": "markdown", "id": "c1", "metadata": {}, "source": text}],
+            "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
+def save(port: int, path: str, text: str) -> requests.Response:
+    """Save a notebook through the contents API, as JupyterLab's save does."""
+    return requests.put(url(port, f"api/contents/{path}"), headers={"Authorization": f"token {TOKEN}"},
+                        json={"type": "notebook", "content": notebook(text)}, timeout=60)
+
+
+def load(port: int, path: str) -> requests.Response:
+    return requests.get(url(port, f"api/contents/{path}"), headers={"Authorization": f"token {TOKEN}"}, timeout=30)
+
+
+def test_a_tmpfs_at_work_takes_notebooks(tracked: TrackedContainer) -> None:
+    """--tmpfs ~/work is a root-owned mount point (mode 2775, copied from the image's folder): it
+    is handed to the dev user like an empty bind mount, and saving there works."""
+    container = tracked.run(environment={"JUPYTER_TOKEN": TOKEN}, tmpfs={WORK: "size=16m"})
+    tracked.wait_healthy(container)
+    port = tracked.port(container, 8888)
+    response = save(port, "work/Untitled.ipynb", "saved on a tmpfs")
+    assert response.status_code == 201, response.text
+    assert load(port, "work/Untitled.ipynb").json()["content"]["cells"][0]["source"] == "saved on a tmpfs"
+    code, out = tracked.exec(container, ["stat", "-c", "%U %G %n", WORK, f"{WORK}/Untitled.ipynb"])
+    assert code == 0 and out.splitlines() == [f"jovyan users {WORK}", f"jovyan users {WORK}/Untitled.ipynb"], out
+    assert f"handed {WORK} to uid 1000, gid 100" in tracked.logs(container)
+
