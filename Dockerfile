@@ -139,7 +139,7 @@ COPY image/ /opt/tf29-env/
 # the name python3, so that existing notebooks open, and says what it runs; linked, not copied,
 # so that editing either rebuilds this layer only. The folders are the venv's: group-writable.
 # jupyter/jupyter_server_config.py is the venv's server config (a user's ~/.jupyter one wins): it
-# keeps the token out of kernels and terminals.
+# keeps the token out of kernels and terminals, and saves by rename (a full disk breaks no file).
 RUN ln -s /opt/tf29-env/entrypoint.sh /usr/local/bin/entrypoint.sh \
  && ln -s /opt/tf29-env/bin/selfcheck /usr/local/bin/selfcheck \
  && ln -s /opt/tf29-env/bin/healthcheck /usr/local/bin/healthcheck \

@@ -8,9 +8,22 @@ JUPYTER_TOKEN, Jupyter's own variable (argv would show it to every process throu
 reads it and leaves it there, and every kernel and terminal starts with a copy of the server's
 environment: `env` in a terminal, or a notebook printing os.environ (then shared with its outputs),
 would show the token. It is taken out here, before anything is started.
+
+A failed save never leaves a broken file. Jupyter's own "atomic" writing (use_atomic_writing, on
+by default in Jupyter Server 2) backs the old file up, writes over it in place and, on an error,
+moves the backup back; a new file has no backup, so on a full disk the save answers "No such file
+or directory" (the missing backup) and leaves an empty or cut-off notebook that then opens as
+"Unreadable Notebook". Here the new content goes to a temporary file in the same folder, synced,
+then renamed over the old one: the file is always the old or the new version, the error is the
+real one ("No space left on device"), and the partial temporary file goes.
 """
 
 import os
+import stat
+import tempfile
+from contextlib import contextmanager, suppress
+
+from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
 
 c = get_config()  # noqa: F821 - provided by traitlets when it loads this file
 
@@ -18,3 +31,79 @@ token = os.environ.pop("JUPYTER_TOKEN", None)
 if token:
     c.IdentityProvider.token = token
 del token
+
+
+def _umask():
+    """The process's umask, read without changing it (os.umask would, for every thread)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022
+
+
+def _replaceable(path):
+    """Whether a new version may replace PATH by a rename: a new file, or a plain file of this
+    user's with one link. A rename gives the file a new inode of this user's, so another user's
+    file (writable through its group) or a hard-linked one is written in place, as Jupyter does."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return True
+    return stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid() and info.st_nlink == 1
+
+
+@contextmanager
+def replace_writing(path, text=True, encoding="utf-8", log=None, **kwargs):
+    """Write PATH's new content to a temporary file beside it, then rename that over PATH.
+
+    The temporary name starts with ".~" like Jupyter's own backups (hidden, and ignored by
+    Dropbox) but is never exactly Jupyter's backup name, which Jupyter would restore from."""
+    del log  # Jupyter passes its logger; errors go up to it instead
+    target = os.path.realpath(path)
+    folder, name = os.path.split(target)
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
+    # The name cut short: 60 characters (up to 240 bytes) leave room for the rest within 255 bytes.
+    fd, temporary = tempfile.mkstemp(prefix=f".~{name[:60]}.", suffix=".tmp", dir=folder)
+    try:
+        os.fchmod(fd, mode)  # mkstemp makes 0600; keep the old file's mode, or a new file's
+        if text:
+            kwargs.setdefault("newline", "\n")  # Unix line ends, as Jupyter writes them
+            fileobj = open(fd, "w", encoding=encoding, **kwargs)  # noqa: SIM115 - closed below
+        else:
+            fileobj = open(fd, "wb", **kwargs)  # noqa: SIM115 - closed below
+        fd = -1  # the file object owns it now
+        with fileobj:
+            yield fileobj
+            fileobj.flush()
+            os.fsync(fileobj.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        with suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+class ReplacingFileManager(AsyncLargeFileManager):
+    """Jupyter Server 2's default contents manager, saving through replace_writing. Chunked
+    uploads of large files still append in place after their first chunk, as upstream does."""
+
+    @contextmanager
+    def atomic_writing(self, os_path, *args, **kwargs):
+        if not self.use_atomic_writing or not _replaceable(os.path.realpath(os_path)):
+            with super().atomic_writing(os_path, *args, **kwargs) as fileobj:
+                yield fileobj
+            return
+        with self.perm_to_403(os_path), replace_writing(os_path, *args, **kwargs) as fileobj:
+            yield fileobj
+
+
+c.ServerApp.contents_manager_class = ReplacingFileManager

@@ -192,3 +192,23 @@ def test_a_tmpfs_at_work_takes_notebooks(tracked: TrackedContainer) -> None:
     assert code == 0 and out.splitlines() == [f"jovyan users {WORK}", f"jovyan users {WORK}/Untitled.ipynb"], out
     assert f"handed {WORK} to uid 1000, gid 100" in tracked.logs(container)
 
+
+def test_a_save_that_does_not_fit_leaves_no_broken_file(tracked: TrackedContainer) -> None:
+    """On a full disk Jupyter's own save answered "No such file or directory" and left an empty or
+    cut-off notebook ("Unreadable Notebook"). Now the error is the real one, the earlier version
+    stays as it was, a new notebook is not made at all, and no partial file takes up the space."""
+    container = tracked.run(environment={"JUPYTER_TOKEN": TOKEN}, tmpfs={WORK: "size=1m"})
+    tracked.wait_healthy(container)
+    port = tracked.port(container, 8888)
+    assert save(port, "work/analysis.ipynb", "the good version").status_code == 201
+    too_big = "x" * 2_000_000
+    for path in ("work/analysis.ipynb", "work/new.ipynb"):
+        response = save(port, path, too_big)
+        assert response.status_code == 500, response.text
+        assert "No space left on device" in response.json()["message"], response.text
+    assert load(port, "work/analysis.ipynb").json()["content"]["cells"][0]["source"] == "the good version"
+    assert load(port, "work/new.ipynb").status_code == 404
+    code, out = tracked.exec(container, ["ls", "-A", WORK])
+    assert code == 0 and sorted(out.split()) == [".ipynb_checkpoints", "analysis.ipynb"], out
+    response = save(port, "work/new.ipynb", "x" * 300_000)  # fits, now that nothing partial is left
+    assert response.status_code == 201, response.text
