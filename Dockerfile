@@ -18,15 +18,20 @@ ARG NB_USER=jovyan
 ARG NB_UID=1000
 ARG NB_GID=100
 
-# Extra CA certificates for TLS-intercepting proxies (build.py --ca-cert puts them into the build
-# context's ca-certs/). They go in first because apt and pip below need them, and they change rarely.
-COPY ca-certs/ /usr/local/share/ca-certificates/tf29-env/
+# CAs for the build only, for a TLS-intercepting proxy or a mirror's own CA (build.py --ca-cert;
+# plain builds: --build-arg FTP_PROXY="$(cat CA.crt)"). They arrive in Docker's predefined FTP_PROXY
+# build arg, the one way into a RUN step that both builders keep out of every layer, the history and
+# the cache key: a COPY would stay in its layer even when a later step deletes the file, a declared
+# ARG would be written into `docker history`, and the classic builder has no secret mounts
+# (docs/build.md#ca-certificates). Each RUN that downloads writes them, after the distro's CAs, into
+# a bundle in /tmp, points apt or pip at it and deletes it before it ends. The value counts only when
+# it holds a PEM certificate, so a real ftp proxy setting is ignored; nothing here uses FTP.
 
 # An optional apt mirror for locked-down networks (build.py --apt-mirror); empty keeps the base's.
 ARG APT_MIRROR=
 
 # System packages, each for a reason:
-#   ca-certificates        TLS trust store, and the hook that adds the extra CAs above
+#   ca-certificates        TLS trust store (update-ca-certificates adds CAs kept on request, below)
 #   python3 python3-venv   the distro's CPython (3.8 on Ubuntu 20.04, 3.9 on Debian 11) for the venv
 #   openssh-server         key-only SSH for the dev user; host keys are made at first start instead
 #   tini                   PID 1: forwards signals and reaps zombies of kernels and terminals
@@ -38,7 +43,12 @@ ARG APT_MIRROR=
 # DL3008: no apt version pins, because one Dockerfile serves Ubuntu 20.04 and Debian 11, whose
 # versions differ; each distro's security updates are what we want. The Python stack is pinned.
 # hadolint ignore=DL3008
-RUN find /usr/local/share/ca-certificates/tf29-env -type f ! -name '*.crt' -delete \
+RUN if [[ "${FTP_PROXY:-}" == *"-----BEGIN CERTIFICATE-----"* ]]; then \
+      { cat /etc/ssl/certs/ca-certificates.crt 2>/dev/null || true; printf '%s\n' "${FTP_PROXY}"; } \
+        > /tmp/build-ca.pem \
+      && echo 'Acquire::https::CaInfo "/tmp/build-ca.pem";' > /etc/apt/apt.conf.d/00tf29-env-build-ca; \
+    fi \
+ && unset FTP_PROXY ftp_proxy \
  && rm -f /etc/apt/sources.list.d/cuda*.list /etc/apt/sources.list.d/nvidia-ml*.list \
  && if [ -n "${APT_MIRROR}" ]; then \
       sed -i -E "s#https?://(archive\.ubuntu\.com/ubuntu|deb\.debian\.org/debian)/?#${APT_MIRROR%/}#" \
@@ -54,7 +64,7 @@ RUN find /usr/local/share/ca-certificates/tf29-env -type f ! -name '*.crt' -dele
       python3 \
       python3-venv \
       tini \
- && update-ca-certificates \
+ && rm -f /tmp/build-ca.pem /etc/apt/apt.conf.d/00tf29-env-build-ca \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/debconf/*-old /var/log/apt /var/log/dpkg.log \
  && rm -f /etc/ssh/ssh_host_*
@@ -71,7 +81,9 @@ RUN useradd --create-home --shell /bin/bash --uid "${NB_UID}" --gid "${NB_GID}" 
 # Python packages; the packages' own test suites (about 40 MiB, bench/README.md) and the venv's
 # copy of Debian's bootstrap wheels (old certifi, pip: unused, flagged by scanners) go. The .pyc
 # files stay: without them `import tensorflow` takes three times as long. PIP_CERT / REQUESTS_CA_BUNDLE point pip and requests at the system store
-# (which holds the extra CAs) instead of certifi's copy, at build time and for users later.
+# (the distro's CAs, plus those kept with TRUST_CA_CERTS) instead of certifi's copy, for users; the
+# pip step below points both at its own bundle while it adds the build-only CAs (both: pip's
+# requests takes REQUESTS_CA_BUNDLE over PIP_CERT).
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:${PATH} \
     PIP_CERT=/etc/ssl/certs/ca-certificates.crt \
@@ -93,6 +105,11 @@ RUN case "${VARIANT}" in \
              > /opt/tf29-env/requirements.lock ;; \
       *) echo "VARIANT must be gpu or cpu, not '${VARIANT}'" >&2; exit 1 ;; \
     esac \
+ && if [[ "${FTP_PROXY:-}" == *"-----BEGIN CERTIFICATE-----"* ]]; then \
+      { cat "${PIP_CERT}"; printf '%s\n' "${FTP_PROXY}"; } > /tmp/build-ca.pem \
+      && export PIP_CERT=/tmp/build-ca.pem REQUESTS_CA_BUNDLE=/tmp/build-ca.pem; \
+    fi \
+ && unset FTP_PROXY ftp_proxy \
  && if [ -z "${PIP_INDEX_URL}" ]; then unset PIP_INDEX_URL; fi \
  && if [ -z "${PIP_EXTRA_INDEX_URL}" ]; then unset PIP_EXTRA_INDEX_URL; fi \
  && python3 -m venv "${VIRTUAL_ENV}" \
@@ -128,6 +145,27 @@ ENV NB_USER=${NB_USER} \
 ENV JUPYTER_RUNTIME_DIR=${TFENV_RUN_DIR}/jupyter
 
 EXPOSE 8888 22
+
+# CAs the image keeps trusting, for every user (notebooks behind the same proxy): only on request,
+# since whoever holds a trusted CA's key can read every TLS connection made in the container.
+# build.py --trust-ca-cert puts them in ca-certs/, sets TRUST_CA_CERTS=1 and the label
+# io.tf29-env.ca.trusted; a plain build takes ca-certs/*.crt with --build-arg TRUST_CA_CERTS=1, and
+# without it refuses to build rather than trust them silently. This late, keeping a CA rebuilds
+# seconds, not the stack; the steps above got them through FTP_PROXY (build.py passes both).
+COPY ca-certs/ /usr/local/share/ca-certificates/tf29-env/
+ARG TRUST_CA_CERTS=
+RUN dir=/usr/local/share/ca-certificates/tf29-env \
+ && find "${dir}" -type f ! -name '*.crt' -delete \
+ && if [ -z "$(find "${dir}" -type f)" ]; then \
+      rm -rf "${dir}"; \
+    elif [ "${TRUST_CA_CERTS}" = 1 ]; then \
+      update-ca-certificates; \
+    else \
+      echo "ca-certs/ holds CA certificates, but TRUST_CA_CERTS is not 1: the image would trust them for" \
+        "every user. Keep them with --build-arg TRUST_CA_CERTS=1; a CA for the build only goes in" \
+        "--build-arg FTP_PROXY=\"\$(cat CA.crt)\" instead (docs/build.md#ca-certificates)" >&2; \
+      exit 1; \
+    fi
 
 # The project's own files last, so that editing them rebuilds in seconds.
 # /run/tf29-env holds runtime state (Jupyter's runtime files, the self-check report, which services
@@ -173,6 +211,7 @@ ARG LABEL_CUDA_RUNTIME=
 ARG LABEL_CUDNN_RUNTIME=
 ARG LABEL_PYTHON=
 ARG LABEL_OS=
+ARG LABEL_CA_TRUSTED=
 LABEL org.opencontainers.image.title="tf29-env" \
       org.opencontainers.image.description="TensorFlow 2.9 with JupyterLab, SSH and a GPU / FP16 self-check" \
       org.opencontainers.image.version="${VERSION}" \
@@ -188,4 +227,5 @@ LABEL org.opencontainers.image.title="tf29-env" \
       io.tf29-env.cuda.runtime="${LABEL_CUDA_RUNTIME}" \
       io.tf29-env.cudnn.runtime="${LABEL_CUDNN_RUNTIME}" \
       io.tf29-env.python.version="${LABEL_PYTHON}" \
-      io.tf29-env.os="${LABEL_OS}"
+      io.tf29-env.os="${LABEL_OS}" \
+      io.tf29-env.ca.trusted="${LABEL_CA_TRUSTED}"

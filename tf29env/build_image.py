@@ -29,14 +29,17 @@ class BuildRequest:
     variant: Variant
     base: str | None = None  # None: the variant's default; "standin": the local stand-in
     tag: str = ""  # the reference to build; "" = REPOSITORY:<full computed tag>
-    ca_certs: list[Path] = field(default_factory=list)
+    ca_certs: list[Path] = field(default_factory=list)  # CAs for the build only (--ca-cert)
     nocache: bool = False
     pull: bool = False
     network: NetworkInputs = field(default_factory=NetworkInputs)
     cache_from: list[str] = field(default_factory=list)
     source: str = ""  # the repository URL for the source label; "" = git's origin
     repository: str = REPOSITORY  # where the default reference goes
-    ca_files: list[Path] = field(init=False)  # the certificate files ca_certs names
+    trust_ca_certs: list[Path] = field(default_factory=list)  # CAs the image keeps trusting (--trust-ca-cert)
+    trusted_files: list[Path] = field(init=False)  # the certificate files trust_ca_certs names
+    ca_args: dict[str, str] = field(init=False)  # the CAs' build args (tf29env.context.ca_buildargs)
+    trusted_cas: str = field(init=False)  # the kept CAs' fingerprints, for the label
 
     def __post_init__(self) -> None:
         """Every input is checked here, when the request is made: before the engine is asked
@@ -47,7 +50,12 @@ class BuildRequest:
             tags.split_reference(self.tag)
         for ref in self.cache_from:
             tags.split_reference(ref, "--cache-from")
-        self.ca_files = context.ca_files(self.ca_certs)
+        context.check_ca_dir()
+        build_only = context.load_certs(context.ca_files(self.ca_certs), "--ca-cert")
+        self.trusted_files = context.ca_files(self.trust_ca_certs, "--trust-ca-cert")
+        trusted = context.load_certs(self.trusted_files, "--trust-ca-cert")
+        self.ca_args = context.ca_buildargs(build_only, trusted)
+        self.trusted_cas = ",".join(cert.fingerprint for cert in trusted)
 
 
 @dataclass(frozen=True)
@@ -114,11 +122,12 @@ def build(client: DockerClient, request: BuildRequest, log: Log) -> BuildResult:
     meta = labels.BuildMeta(
         revision=git_revision(), created=created.strftime("%Y-%m-%dT%H:%M:%SZ"),
         source=request.source or git("config", "--get", "remote.origin.url"),
-        base=base, base_digest=base_digest(client, base),
+        base=base, base_digest=base_digest(client, base), trusted_cas=request.trusted_cas,
     )
-    buildargs = {"BASE_IMAGE": base, "VARIANT": request.variant.name, **request.network.buildargs()}
+    buildargs = {"BASE_IMAGE": base, "VARIANT": request.variant.name, **request.network.buildargs(),
+                 **request.ca_args}
     with tempfile.TemporaryFile(dir=cache_dir()) as fileobj:
-        context.write(fileobj, request.ca_files)
+        context.write(fileobj, request.trusted_files)
 
         def run(args: dict[str, str], nocache: bool, pull: bool, cache_from: list[str]) -> str:
             fileobj.seek(0)

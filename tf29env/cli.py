@@ -49,7 +49,12 @@ def make_parser() -> Parser:
     bld.add_argument("--base", help="'standin' (local stand-in, bootstrapped if missing) or any image reference; "
                                     "default: the variant's official base")
     bld.add_argument("--ca-cert", action="append", type=Path, default=[], metavar="PATH",
-                     help="extra CA certificate file or directory, for TLS-intercepting proxies (repeatable)")
+                     help="CA certificate file or directory for the build only (a TLS-intercepting proxy's, a "
+                          "mirror's): apt and pip trust it, the image keeps no trace of it (repeatable)")
+    bld.add_argument("--trust-ca-cert", action="append", type=Path, default=[], metavar="PATH",
+                     help="CA certificate file or directory the image keeps trusting, for every user (notebooks "
+                          "behind the same proxy); used by the build too, recorded in the label "
+                          "io.tf29-env.ca.trusted and the manifest (repeatable)")
     bld.add_argument("--repository", default=REPOSITORY,
                      help=f"repository the computed tags go to (default: {REPOSITORY})")
     bld.add_argument("--tag", help="one more reference for the image, reported as 'image' "

@@ -49,7 +49,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     # the request checks its own, then the size baseline and the output folder.
     request = BuildRequest(variant=VARIANTS[args.variant], base=args.base, tag=args.tag or "",
                            ca_certs=args.ca_cert, nocache=args.no_cache, pull=args.pull, network=network,
-                           cache_from=args.cache_from, source=args.source, repository=args.repository)
+                           cache_from=args.cache_from, source=args.source, repository=args.repository,
+                           trust_ca_certs=args.trust_ca_cert)
     baseline = sizegate.load(args.size_baseline)
     directory = records.variant_dir(args.output_dir, args.variant)
     client = engine.connect()

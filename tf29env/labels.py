@@ -13,6 +13,9 @@ from tf29env.facts import ImageFacts
 VARIANT = "io.tf29-env.variant"  # a key of tf29env.variants.VARIANTS
 BASE = "org.opencontainers.image.base.name"
 BASE_DIGEST = "org.opencontainers.image.base.digest"
+# The CAs the image trusts beyond its distro's, kept on request (--trust-ca-cert): their SHA-256
+# fingerprints, comma-separated; empty when none (--ca-cert's build-only CAs leave no trace).
+CA_TRUSTED = "io.tf29-env.ca.trusted"
 
 # label -> the Dockerfile ARG that sets it (prefixed, so that no base image ENV can shadow them).
 LABEL_ARGS = {
@@ -29,6 +32,7 @@ LABEL_ARGS = {
     "io.tf29-env.cudnn.runtime": "LABEL_CUDNN_RUNTIME",
     "io.tf29-env.python.version": "LABEL_PYTHON",
     "io.tf29-env.os": "LABEL_OS",
+    CA_TRUSTED: "LABEL_CA_TRUSTED",
 }
 FIXED_LABELS = ("org.opencontainers.image.title", "org.opencontainers.image.description", VARIANT)
 
@@ -47,6 +51,7 @@ class BuildMeta:
     source: str  # the repository URL ("" when unknown)
     base: str  # the base image reference
     base_digest: str  # its repo digest, or its image id for a local-only base
+    trusted_cas: str = ""  # CA_TRUSTED's value: the kept CAs' fingerprints, comma-separated
 
 
 def expected(facts: ImageFacts, meta: BuildMeta, version: str) -> dict[str, str]:
@@ -65,6 +70,7 @@ def expected(facts: ImageFacts, meta: BuildMeta, version: str) -> dict[str, str]
         "io.tf29-env.cudnn.runtime": facts.cudnn_runtime,
         "io.tf29-env.python.version": facts.python,
         "io.tf29-env.os": f"{facts.os_id} {facts.os_version}",
+        CA_TRUSTED: meta.trusted_cas,
     }
 
 
@@ -79,6 +85,7 @@ def facts_problems(facts: ImageFacts, labels: dict[str, str]) -> list[str]:
         problems.append(f"label {VARIANT} is {labels[VARIANT]!r}, the image is {facts.variant}")
     meta = BuildMeta("", "", "", "", "")
     for name, value in expected(facts, meta, "").items():
-        if name.startswith("io.tf29-env.") and name in labels and labels[name] != value:
+        # CA_TRUSTED records a build input, like the revision, not a fact the probe reads.
+        if name.startswith("io.tf29-env.") and name != CA_TRUSTED and name in labels and labels[name] != value:
             problems.append(f"label {name} is {labels[name]!r}, the image holds {value!r}")
     return problems

@@ -31,6 +31,9 @@ class Manifest:
     dpkg: list[dict[str, Any]]
     selfcheck_exit: int
     selfcheck_output: list[str] = field(default_factory=list)
+    # The CAs the image trusts beyond its distro's (--trust-ca-cert), as its label records them;
+    # build-only CAs (--ca-cert) are not in the image, so not here either.
+    trusted_ca_certs: list[str] = field(default_factory=list)
 
     @property
     def selfcheck_summary(self) -> str:
@@ -55,6 +58,7 @@ def collect(client: DockerClient, *, image: str, refs: list[str], facts: dict[st
         pip_freeze=list(inventory["pip_freeze"]),
         dpkg=[{"name": p["name"], "version": p["version"]} for p in inventory["dpkg"]],
         selfcheck_exit=status, selfcheck_output=output.strip().splitlines()[-SELFCHECK_LINES:],
+        trusted_ca_certs=[fp for fp in config_labels.get(labels.CA_TRUSTED, "").split(",") if fp],
     )
     return manifest, inventory
 
@@ -90,6 +94,8 @@ def to_markdown(manifest: Manifest) -> str:
         *[f"| `{name}` | `{value}` |" for name, value in sorted(manifest.labels.items())],
         "", "## Build inputs", "",
         *([f"- {name}: `{value}`" for name, value in sorted(manifest.build_inputs.items())] or ["- (defaults)"]),
+        "", "## Extra CA certificates the image trusts", "",
+        *([f"- `{fp}`" for fp in manifest.trusted_ca_certs] or ["- none"]),
         "", f"## Self-check (CPU run, exit {manifest.selfcheck_exit})", "", manifest.selfcheck_summary, "", "```",
         *manifest.selfcheck_output, "```",
         "", f"## pip freeze ({len(manifest.pip_freeze)} packages)", "", "```", *manifest.pip_freeze, "```",

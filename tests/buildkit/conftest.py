@@ -1,13 +1,15 @@
 """The Dockerfile built the way a user without build.py builds it: `docker buildx build` (BuildKit,
-the default builder of current Docker) on the repository's files, with the host's extra CA files
-dropped into ca-certs/ as ca-certs/README.md says, on the stand-in gpu base. No labels from
-build.py, no computed tags: the image is removed again at the end."""
+the default builder of current Docker) on the repository's files, with the host's extra CAs for the
+build only, as README.md says (`--build-arg FTP_PROXY="$(cat /usr/local/share/ca-certificates/*.crt)"`),
+on the stand-in gpu base. No labels from build.py, no computed tags: the image is removed again at
+the end."""
 
 import contextlib
 import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import docker.errors
 import pytest
@@ -15,7 +17,7 @@ from docker import DockerClient
 
 from tests.conftest import BUILD_LOG, host_ca_certs
 from tf29env import standin
-from tf29env.context import CONTEXT_PATHS
+from tf29env.context import CA_BUILD_ARG, CONTEXT_PATHS
 from tf29env.paths import REPO
 from tf29env.variants import VARIANTS
 
@@ -24,17 +26,29 @@ LOG = BUILD_LOG.with_name("test-buildkit-build.log")
 
 
 def user_context(target: Path) -> Path:
-    """A copy of what a checkout's `docker build .` sends, plus the host's CAs in ca-certs/."""
+    """A copy of what a checkout's `docker build .` sends."""
     for name in (*CONTEXT_PATHS, ".dockerignore"):
         source = REPO / name
         if source.is_dir():
             shutil.copytree(source, target / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         else:
             shutil.copy(source, target / name)
-    for directory in host_ca_certs():
-        for cert in directory.glob("*.crt"):
-            shutil.copy(cert, target / "ca-certs" / cert.name)
     return target
+
+
+def ca_build_args() -> list[str]:
+    """README's build-only CAs: the host's *.crt files as they are, in FTP_PROXY (the Dockerfile says why)."""
+    pem = "".join(cert.read_text() for directory in host_ca_certs() for cert in sorted(directory.glob("*.crt")))
+    return ["--build-arg", f"{CA_BUILD_ARG}={pem}"] if pem else []
+
+
+def buildx(context_dir: Path, tag: str, *args: str, log: IO[str]) -> int:
+    """`docker buildx build` of context_dir on the stand-in gpu base, into the engine as tag; its exit code."""
+    built = subprocess.run(["docker", "buildx", "build", "--progress", "plain", "--load",
+                            "--build-arg", f"BASE_IMAGE={VARIANTS['gpu'].standin_base}", *ca_build_args(), *args,
+                            "--tag", tag, str(context_dir)],
+                           stdout=log, stderr=subprocess.STDOUT, timeout=3600, check=False)
+    return built.returncode
 
 
 @pytest.fixture(scope="session")
@@ -43,14 +57,10 @@ def buildkit_image(docker_client: DockerClient, tmp_path_factory: pytest.TempPat
     assert version.returncode == 0, f"docker buildx is missing (scripts/host-setup.sh installs it): {version.stderr}"
     LOG.parent.mkdir(exist_ok=True)
     with LOG.open("w") as log_file:
-        base = standin.ensure(docker_client, lambda line: print(line, file=log_file, flush=True),
-                               VARIANTS["gpu"].standin_base)
-        context = user_context(tmp_path_factory.mktemp("buildkit-context"))
-        built = subprocess.run(["docker", "buildx", "build", "--progress", "plain", "--load",
-                                "--build-arg", f"BASE_IMAGE={base}", "--tag", TAG, str(context)],
-                               stdout=log_file, stderr=subprocess.STDOUT, timeout=3600, check=False)
-    assert built.returncode == 0, f"docker buildx build failed (exit {built.returncode}): " \
-                                  f"{LOG.read_text()[-3000:]}"
+        standin.ensure(docker_client, lambda line: print(line, file=log_file, flush=True),
+                       VARIANTS["gpu"].standin_base)
+        code = buildx(user_context(tmp_path_factory.mktemp("buildkit-context")), TAG, log=log_file)
+    assert code == 0, f"docker buildx build failed (exit {code}): {LOG.read_text()[-3000:]}"
     try:
         yield TAG
     finally:

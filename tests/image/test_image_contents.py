@@ -2,11 +2,13 @@
 
 import json
 import tarfile
-from typing import IO, cast
+from typing import IO, Any, cast
 
 from docker import DockerClient
 
 from testkit.containers import TrackedContainer
+from tests.conftest import HOST_EXTRA_CAS
+from tf29env import context, labels
 
 PROBE = """
 import json, subprocess, sys
@@ -65,10 +67,12 @@ def test_image_config(docker_client: DockerClient, image: str) -> None:
     assert set(config["ExposedPorts"]) == {"8888/tcp", "22/tcp"}
     assert config["Healthcheck"]["Test"][0] == "CMD"
     assert config["Entrypoint"][0] == "/usr/bin/tini"
-    assert not any(key.startswith(("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "PIP_INDEX_URL")) for key in env)
-    labels = config["Labels"]
-    assert labels["org.opencontainers.image.title"] == "tf29-env"
-    assert labels["org.opencontainers.image.revision"]
+    # FTP_PROXY carries the build-only CAs (Dockerfile): no more in the image than the proxies are.
+    assert not any(key.startswith(("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "PIP_INDEX_URL", "FTP_PROXY",
+                                   "ftp_proxy")) for key in env)
+    image_labels = config["Labels"]
+    assert image_labels["org.opencontainers.image.title"] == "tf29-env"
+    assert image_labels["org.opencontainers.image.revision"]
 
 
 def test_clean_filesystem(tracked: TrackedContainer) -> None:
@@ -81,10 +85,37 @@ def test_clean_filesystem(tracked: TrackedContainer) -> None:
     assert out == "[/etc/ssh/host-keys:||/tmp:||/var/lib/apt/lists:|0]", out
 
 
-def test_no_host_keys_or_secrets_in_any_layer(docker_client: DockerClient, image: str) -> None:
-    """Scan every layer of `docker save`, not just the final filesystem: a key deleted in a later
-    layer still ships in the earlier one."""
+def host_cas() -> list[context.CaCert]:
+    """The build machine's extra CAs: what the test builds pass as build-only --ca-cert (tests/conftest.py)."""
+    return context.load_certs(sorted(HOST_EXTRA_CAS.glob("*.crt")), "host CA")
+
+
+def ca_needles(cert: context.CaCert) -> list[bytes]:
+    """Byte strings found wherever the certificate is, as PEM (a whole base64 line from its middle:
+    PEM is wrapped at 64) or as DER."""
+    lines = cert.pem.splitlines()[1:-1]
+    middle = len(cert.der) // 2
+    return [lines[len(lines) // 2].encode(), cert.der[middle:middle + 48]]
+
+
+def kept_cas(attrs: dict[str, Any]) -> set[str]:
+    """The fingerprints of the CAs the image says it keeps (none for a default build)."""
+    return {fp for fp in labels.of_image(attrs).get(labels.CA_TRUSTED, "").split(",") if fp}
+
+
+def unkept_host_ca_needles(docker_client: DockerClient, image: str) -> dict[str, list[bytes]]:
+    kept = kept_cas(docker_client.images.get(image).attrs)
+    return {cert.fingerprint: ca_needles(cert) for cert in host_cas() if cert.fingerprint not in kept}
+
+
+def scan_layers(docker_client: DockerClient, image: str,
+                needles: dict[str, list[bytes]]) -> tuple[list[str], list[str]]:
+    """Every layer of `docker save`, not just the final filesystem (a file deleted in a later layer
+    still ships in the earlier one): the files whose names are forbidden (host keys, pip's config
+    and cache), and `KEY in LAYER/PATH` for each file whose content holds one of KEY's needles."""
     forbidden: list[str] = []
+    found: list[str] = []
+    longest = max((len(n) for group in needles.values() for n in group), default=1)
     stream = docker_client.api.get_image(image, chunk_size=1 << 20)
     with tarfile.open(fileobj=cast(IO[bytes], _Reader(stream)), mode="r|") as saved:
         for member in saved:
@@ -93,12 +124,62 @@ def test_no_host_keys_or_secrets_in_any_layer(docker_client: DockerClient, image
             layer = saved.extractfile(member)
             assert layer is not None
             with tarfile.open(fileobj=layer, mode="r|") as files:
-                forbidden.extend(
-                    f.name for f in files
-                    if "ssh_host_" in f.name or f.name.endswith(("id_rsa", "id_ed25519", ".pip/pip.conf"))
-                    or "/.cache/pip/" in f.name
-                )
+                for f in files:
+                    if "ssh_host_" in f.name or f.name.endswith(("id_rsa", "id_ed25519", ".pip/pip.conf")) \
+                            or "/.cache/pip/" in f.name:
+                        forbidden.append(f.name)
+                    handle = files.extractfile(f) if f.isfile() and needles else None
+                    tail = b""
+                    while handle is not None and (chunk := handle.read(1 << 22)):
+                        window = tail + chunk
+                        tail = window[-longest:]
+                        for key, group in needles.items():
+                            if any(needle in window for needle in group):
+                                found.append(f"{key} in {member.name.split('/')[0][:12]}/{f.name}")
+                                handle = None
+                                break
+    return forbidden, sorted(set(found))
+
+
+def test_no_host_keys_or_secrets_in_any_layer(docker_client: DockerClient, image: str) -> None:
+    """No host key, pip config or cache in any layer; nor, unless the image says it keeps it, any
+    of the build machine's CAs: build-only CAs reach the build without a layer (Dockerfile)."""
+    needles = unkept_host_ca_needles(docker_client, image)
+    forbidden, found = scan_layers(docker_client, image, needles)
     assert forbidden == []
+    assert found == []
+    history = json.dumps(docker_client.api.history(image)).encode()
+    assert not [key for key, group in needles.items() for needle in group[:1] if needle in history]
+
+
+CA_PROBE = """
+import glob, hashlib, json, os, ssl, sys
+ssl.create_default_context()
+bundle = ssl.create_default_context(cafile=os.environ["REQUESTS_CA_BUNDLE"])
+store = open("/etc/ssl/certs/ca-certificates.crt").read()
+local = sorted(p for p in glob.glob("/usr/local/share/ca-certificates/**", recursive=True) if os.path.isfile(p))
+print(json.dumps({
+    "loaded": bundle.cert_store_stats()["x509_ca"], "pip_cert": os.environ["PIP_CERT"],
+    "local": ["sha256:" + hashlib.sha256(ssl.PEM_cert_to_DER_cert(open(p).read())).hexdigest() for p in local],
+    "in_store": [line in store for line in sys.argv[1:]],
+}))
+"""
+
+
+def test_extra_cas_are_trusted_only_as_the_label_says(docker_client: DockerClient, image: str,
+                                                      tracked: TrackedContainer) -> None:
+    """A default build trusts none of the CAs it was built with (the host's, passed as --ca-cert):
+    neither the system store nor /usr/local/share/ca-certificates holds them. What the image keeps
+    (--trust-ca-cert) is in both, and in its label. Python's ssl loads its default context, and the
+    store that pip and requests use."""
+    kept = kept_cas(docker_client.images.get(image).attrs)
+    cas = host_cas()
+    report = json.loads(run_probe(tracked, "python", "-c", CA_PROBE,
+                                  *[ca_needles(cert)[0].decode() for cert in cas]))
+    assert report["loaded"] > 50  # the distro's CAs, in the bundle pip and requests read
+    assert report["pip_cert"] == "/etc/ssl/certs/ca-certificates.crt"
+    assert set(report["local"]) == kept and len(report["local"]) == len(kept)
+    assert report["in_store"] == [cert.fingerprint in kept for cert in cas]
 
 
 class _Reader:
