@@ -95,7 +95,8 @@ ENV VIRTUAL_ENV=/opt/venv \
 # gpu: tensorflow (CUDA build); cpu: tensorflow-cpu, every other pin the same.
 ARG VARIANT=gpu
 # Optional package indexes for locked-down networks (build.py --pip-index-url / --pip-extra-index-url).
-# pip reads them from the environment; as ARGs they stay out of the image's environment.
+# pip reads them from the environment; as ARGs they stay out of the image's environment, but their
+# values are written into its history (`docker history`), so build.py refuses credentials in them.
 ARG PIP_INDEX_URL=
 ARG PIP_EXTRA_INDEX_URL=
 COPY requirements.txt /opt/tf29-env/requirements.txt

@@ -1,9 +1,11 @@
-"""CA certificates through the real build.py, as a pushed image would carry them.
+"""CA certificates and index URLs through the real build.py, as a pushed image would carry them.
 
 --ca-cert serves the build only: the session's builds (tests/build/conftest.py) pass the host's
 CAs that way and must keep no trace of them, in the trust store, the label, the manifest or the
 history (tests/image/test_image_contents.py scans every layer of the image under test, built the
-same way). --trust-ca-cert keeps a CA, and says so in the label and the manifest."""
+same way). --trust-ca-cert keeps a CA, and says so in the label and the manifest. And what
+`docker history --no-trunc` shows for an index URL is what docs/build.md says: the URL, verbatim,
+on every RUN line after its ARG (hence build.py refuses credentials in it)."""
 
 import json
 import subprocess
@@ -21,6 +23,8 @@ from tests.unit.test_build_context import TEST_CA, TEST_CA_SHA256
 from tf29env import context, engine, labels
 
 KEPT_REPOSITORY = f"{REPOSITORY}-ca"
+# The default index, named explicitly: the build works as without it, and the history shows it.
+INDEX = "https://pypi.org/simple"
 
 
 def history(image_id: str) -> list[str]:
@@ -68,13 +72,14 @@ def test_build_only_cas_leave_no_trace(variant: str, built: dict[str, dict[str, 
 def kept(docker_client: DockerClient, output_dir: Path, tmp_path_factory: pytest.TempPathFactory,
          built: dict[str, dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """A cpu build that keeps CAs: a test CA (so that the test means the same on any machine) and
-    the host's, which this build then needs no --ca-cert for. After the session's (`built`), whose
-    layers it reuses up to the kept-CA step: the CAs are not in the cache key."""
+    the host's, which this build then needs no --ca-cert for; and that names the index. The index
+    is the pip step's cache key, so the Python stack is installed again (a minute or two): one
+    build for both, after the session's (`built`), whose layers it reuses up to that step."""
     test_ca = tmp_path_factory.mktemp("ca") / "test-ca.crt"
     test_ca.write_text(TEST_CA)
     trust = [arg for path in [test_ca, *host_ca_certs()] for arg in ("--trust-ca-cert", str(path))]
     try:
-        run = build_py("build", "--variant", "cpu", "--base", "standin", *trust,
+        run = build_py("build", "--variant", "cpu", "--base", "standin", *trust, "--pip-index-url", INDEX,
                        "--repository", KEPT_REPOSITORY, "--output-dir", str(output_dir / "kept"), "--json")
         assert run.code == 0, run.stderr[-3000:]
         yield json.loads(run.stdout)
@@ -97,3 +102,19 @@ def test_kept_cas_are_trusted_labelled_and_recorded(kept: dict[str, Any], output
     assert report["in_store"] == [True] * len(lines)
     assert report["loaded"] > 50 and report["pip_cert"] == "/etc/ssl/certs/ca-certificates.crt"
 
+
+def test_history_shows_the_index_url_verbatim_and_no_ca(kept: dict[str, Any], docker_client: DockerClient) -> None:
+    """docs/build.md: each RUN line after `ARG PIP_INDEX_URL` starts `|N ... PIP_INDEX_URL=<url> ...`;
+    the apt step, before it, does not name it. The CAs, kept or not, are in no line."""
+    runs = [line for line in history(kept["id"]) if line.startswith("|")]
+    pip_steps = [line for line in runs if "pip install" in line]
+    assert len(pip_steps) == 1
+    after = runs[:runs.index(pip_steps[0]) + 1]  # newest first: the pip step and every RUN after it
+    assert [recorded_args(line)["PIP_INDEX_URL"] for line in after] == [INDEX] * len(after)
+    assert all(recorded_args(line)["PIP_EXTRA_INDEX_URL"] == "" for line in after)
+    apt_step = next(recorded_args(line) for line in runs if "apt-get install" in line)
+    assert "PIP_INDEX_URL" not in apt_step and apt_step["APT_MIRROR"] == ""
+    ca_step = next(recorded_args(line) for line in runs if "update-ca-certificates" in line)
+    assert ca_step[context.TRUST_BUILD_ARG] == "1"
+    assert not [line for line in runs if context.CA_BUILD_ARG in recorded_args(line)]
+    assert TEST_CA.splitlines()[5] not in "\n".join(history(kept["id"]))

@@ -30,6 +30,9 @@ def one_line(stderr: str) -> str:
     (["build", "--ca-cert", "/nonexistent/corp-ca.crt"], 2, "--ca-cert /nonexistent/corp-ca.crt: no such file"),
     (["build", "--trust-ca-cert", "/nonexistent/corp-ca.crt"], 2,
      "--trust-ca-cert /nonexistent/corp-ca.crt: no such file"),
+    (["build", "--pip-index-url", "https://ci:s3cret@pypi.corp.example/simple"], 2,
+     "--pip-index-url https://***@pypi.corp.example/simple: credentials in this URL would be written into the "
+     "image's history"),
     (["push", "--registry", "http://127.0.0.1:5000", "x:y"], 2, "expected HOST[:PORT]"),
 ])
 def test_bad_flags(args: list[str], code: int, words: str) -> None:
