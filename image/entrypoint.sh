@@ -10,6 +10,7 @@ set -euo pipefail
 cd /opt/tf29-env/entrypoint.d
 source 00-common.sh
 source 10-config.sh
+source 15-privileges.sh
 source 20-user.sh
 source 25-mounts.sh
 source 30-hooks.sh
@@ -20,7 +21,9 @@ source 90-supervise.sh
 cd /
 
 main() {
+  check_scratch                     # 15: /tmp is writable (--read-only needs a tmpfs there)
   load_config                       # 10: bad input stops here, before anything starts
+  check_privileges $#               # 15: the capabilities and writable paths the steps below need
   fit_user                          # 20
   check_mounts                      # 25: what is mounted under the home folder is writable
   run_hooks /etc/tf29-env/start.d   # 30

@@ -63,3 +63,16 @@ read_secret_file() {
   [[ -n ${content//[[:space:]]/} ]] || die "$2=${path}: the file is empty"
   printf -v "$1" '%s' "${content}"
 }
+
+# on_read_only_fs PATH: PATH lies on a file system mounted read-only (`docker run --read-only`, a
+# read-only volume), not merely one the caller lacks permission for. The mount on top whose
+# mount point is the longest prefix of PATH decides (mountinfo's 5th field, its 6th the options).
+on_read_only_fs() {
+  local options
+  options=$(awk -v path="$1" '
+    (path == $5 || index(path, ($5 == "/" ? "/" : $5 "/")) == 1) && length($5) >= best {
+      best = length($5); options = $6
+    }
+    END { print options }' /proc/self/mountinfo)
+  [[ ,${options}, == *,ro,* ]]
+}
