@@ -9,17 +9,22 @@ from pathlib import Path
 from docker import DockerClient
 
 from bench import contexts
-from tf29env import engine, imagebuild
+from tf29env import context, engine, imagebuild
 from tf29env.build_image import BuildRequest, BuildResult, build
 from tf29env.config import NetworkInputs
 from tf29env.log import Log
 from tf29env.variants import Variant
 
 
-def buildargs(base: str, variant: Variant) -> dict[str, str]:
+def ca_args(ca_certs: list[Path]) -> dict[str, str]:
+    """The build args that hand --ca-cert's CAs to the RUN steps for the build only, as build.py does."""
+    return context.ca_buildargs(context.load_certs(context.ca_files(ca_certs), "--ca-cert"), [])
+
+
+def buildargs(base: str, variant: Variant, cas: dict[str, str]) -> dict[str, str]:
     """The build args of build.py's first pass, less the label-only ones (REVISION, CREATED), which
     the Dockerfile declares after its last RUN: the cache keys are the same."""
-    return {"BASE_IMAGE": base, "VARIANT": variant.name, **NetworkInputs().buildargs()}
+    return {"BASE_IMAGE": base, "VARIANT": variant.name, **NetworkInputs().buildargs(), **cas}
 
 
 @dataclass(frozen=True)
@@ -59,12 +64,12 @@ def tool_rebuild(client: DockerClient, variant: Variant, ca_certs: list[Path], t
     return seconds
 
 
-def single_pass(client: DockerClient, tar: bytes, base: str, variant: Variant, log: Log,
+def single_pass(client: DockerClient, tar: bytes, base: str, variant: Variant, cas: dict[str, str], log: Log,
                 tag: str | None = None) -> tuple[str, float]:
     """One docker build of a context tar (cache allowed); its image id and seconds."""
     start = time.monotonic()
-    image_id = imagebuild.build_context(client, io.BytesIO(tar), tag=tag, buildargs=buildargs(base, variant),
-                                        log=log)
+    image_id = imagebuild.build_context(client, io.BytesIO(tar), tag=tag,
+                                        buildargs=buildargs(base, variant, cas), log=log)
     return image_id, time.monotonic() - start
 
 
@@ -75,7 +80,8 @@ class WarmBuild:
     cached: int  # steps the engine took from its cache ("Using cache")
 
 
-def warm(client: DockerClient, original: bytes, case: str, base: str, variant: Variant, log: Log) -> WarmBuild:
+def warm(client: DockerClient, original: bytes, case: str, base: str, variant: Variant, cas: dict[str, str],
+         log: Log) -> WarmBuild:
     """Rebuild after touching one file (a marker unique to this run, so no earlier run's layers
     match); the image goes afterwards. The cache hits are counted to show the rebuild was warm."""
     counts = {"steps": 0, "cached": 0}
@@ -88,6 +94,6 @@ def warm(client: DockerClient, original: bytes, case: str, base: str, variant: V
         log(line)
 
     tar = contexts.touched(original, case, f"{case} {time.time_ns()}")
-    image_id, seconds = single_pass(client, tar, base, variant, counting_log)
+    image_id, seconds = single_pass(client, tar, base, variant, cas, counting_log)
     engine.remove_dangling(client, image_id)
     return WarmBuild(seconds, counts["steps"], counts["cached"])

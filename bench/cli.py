@@ -19,7 +19,7 @@ from bench import builds, contexts, incontainer, machine, report, sizes, slim, s
 from bench.errors import BenchError
 from bench.stats import ratio, summarize
 from testkit.ssh import make_keypair
-from tf29env import context, engine, labels, tags
+from tf29env import engine, labels, tags
 from tf29env.errors import EXIT_ENGINE, UserError
 from tf29env.log import Log
 from tf29env.paths import REPO
@@ -90,7 +90,7 @@ def say(line: str) -> None:
 
 def measure_builds(client: DockerClient, args: argparse.Namespace, variant: Variant, tag: str,
                    log: Log) -> dict[str, Any]:
-    ca_files = context.ca_files(args.ca_cert)
+    cas = builds.ca_args(args.ca_cert)
     result: dict[str, Any] = {}
     if args.skip_cold:
         say(f"{variant.name}: building {tag} from the cache (no cold build: --skip-cold)")
@@ -102,7 +102,7 @@ def measure_builds(client: DockerClient, args: argparse.Namespace, variant: Vari
         result["cold_tool_s"] = round(cold.tool_s, 1)
     say(f"{variant.name}: build.py's build again, nothing changed")
     result["tool_nochange_s"] = round(builds.tool_rebuild(client, variant, args.ca_cert, tag, log), 1)
-    original = contexts.standard(ca_files)
+    original = contexts.standard()
     base = variant.standin_base
     warm: dict[str, Any] = {}
     steps: dict[str, str] = {}
@@ -110,7 +110,7 @@ def measure_builds(client: DockerClient, args: argparse.Namespace, variant: Vari
         # A requirements.txt change reinstalls every package (minutes): one run is enough to show it.
         runs = args.runs if case in SCRIPT_CASES else 1
         say(f"{variant.name}: warm rebuild after touching {contexts.TOUCHES[case]} x{runs}")
-        done = [builds.warm(client, original, case, base, variant, log) for _ in range(runs)]
+        done = [builds.warm(client, original, case, base, variant, cas, log) for _ in range(runs)]
         warm[case] = summarize([build.seconds for build in done]).to_json()
         steps[case] = f"{done[-1].cached}/{done[-1].steps} steps from the cache"
     result["warm_s"] = warm
@@ -183,8 +183,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
                 if name in args.slim:
                     say(f"{name}: the slim Dockerfile (a whole build: minutes)")
                     tagged.append(f"{slim.SLIM_TAG_PREFIX}{name}")
-                    result["slim"] = slim.measure(client, contexts.standard(context.ca_files(args.ca_cert)),
-                                                  variant.standin_base, variant, size, log)
+                    result["slim"] = slim.measure(client, contexts.standard(), variant.standin_base, variant,
+                                                  builds.ca_args(args.ca_cert), size, log)
                 document["variants"][name] = result
                 # Written after each variant, so that a later failure keeps what was measured.
                 report.write(document, args.output)

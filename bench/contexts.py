@@ -4,7 +4,6 @@ with one file changed in the copy only. The working tree is never touched, since
 import io
 import tarfile
 from collections.abc import Callable
-from pathlib import Path
 
 from tf29env import context
 
@@ -17,10 +16,11 @@ TOUCHES = {
 }
 
 
-def standard(ca_certs: list[Path]) -> bytes:
-    """The context tar exactly as build.py builds it."""
+def standard() -> bytes:
+    """The context tar exactly as build.py builds it. Build-only CAs are not in it: they travel in
+    a build arg (builds.ca_args), which keeps them out of the layers and the cache keys."""
     buffer = io.BytesIO()
-    context.write(buffer, ca_certs)
+    context.write(buffer, [])
     return buffer.getvalue()
 
 

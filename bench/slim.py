@@ -37,13 +37,13 @@ def slim_dockerfile(text: str) -> str:
     return text.replace(ANCHOR, SLIM_LINE + ANCHOR)
 
 
-def measure(client: DockerClient, original: bytes, base: str, variant: Variant, reference: ImageSize,
-            log: Log) -> dict[str, Any]:
+def measure(client: DockerClient, original: bytes, base: str, variant: Variant, cas: dict[str, str],
+            reference: ImageSize, log: Log) -> dict[str, Any]:
     """Build the slim Dockerfile under SLIM_TAG; its size against `reference` and its checks."""
     tag = f"{SLIM_TAG_PREFIX}{variant.name}"
     tar = contexts.replace_member(original, "Dockerfile", lambda data: slim_dockerfile(data.decode()).encode())
     old_id = builds.previous_id(client, tag)
-    image_id, seconds = builds.single_pass(client, tar, base, variant, log, tag=tag)
+    image_id, seconds = builds.single_pass(client, tar, base, variant, cas, log, tag=tag)
     builds.drop_replaced(client, old_id, image_id)
     split = layers.split(client.api.history(tag), str(engine.inspect(client, base)["Id"]),
                          len(client.api.history(base)))

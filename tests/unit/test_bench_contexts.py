@@ -18,7 +18,7 @@ def members(tar: bytes) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def original() -> bytes:
-    return contexts.standard([])
+    return contexts.standard()
 
 
 @pytest.mark.parametrize("case", sorted(contexts.TOUCHES))
