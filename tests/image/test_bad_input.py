@@ -67,7 +67,7 @@ def test_a_runaway_value_is_refused_without_quoting_it(tracked: TrackedContainer
 
 
 @pytest.mark.parametrize(("name", "size", "limit"), [("JUPYTER_TOKEN_FILE", 150_000, 4096),
-                                                     ("SSH_AUTHORIZED_KEYS_FILE", 150_000, 65536)])
+                                                     ("SSH_AUTHORIZED_KEYS_FILE", 3_000_000, 2_097_152)])
 def test_a_runaway_file_is_refused_before_it_is_read(tracked: TrackedContainer, tmp_path: Path, name: str,
                                                      size: int, limit: int) -> None:
     """A 150 KB token once reached exec in the environment: exit 126, "Argument list too long"."""
