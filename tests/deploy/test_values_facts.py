@@ -13,6 +13,7 @@ from tf29env import push, tags, variants
 
 GPU_RESOURCE = "nvidia.com/gpu"
 WANTED_GPUS = {"cpu": None, "gpu-1": "1", "gpu-2": "2"}
+SHM = "/dev/shm"  # noqa: S108 (a mount point named, not a file made)
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +83,7 @@ def test_only_the_cpu_profile_sets_visible_devices(singleuser: dict[str, Any]) -
 
 
 def shm_limit(singleuser: dict[str, Any]) -> int:
-    mounts = [mount for mount in singleuser["storage"]["extraVolumeMounts"] if mount["mountPath"] == "/dev/shm"]
+    mounts = [mount for mount in singleuser["storage"]["extraVolumeMounts"] if mount["mountPath"] == SHM]
     assert len(mounts) == 1, singleuser["storage"]["extraVolumeMounts"]
     volume = {volume["name"]: volume for volume in singleuser["storage"]["extraVolumes"]}[mounts[0]["name"]]
     assert volume["emptyDir"]["medium"] == "Memory", volume

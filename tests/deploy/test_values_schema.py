@@ -65,3 +65,8 @@ def test_a_wrong_type_fails() -> None:
     broken = copy.deepcopy(our_values())
     broken["singleuser"]["uid"] = "root"
     assert any(error.startswith("singleuser.uid:") for error in schema_errors(merge(chart_defaults(), broken)))
+
+
+def test_a_missing_reference_file_fails_and_says_where(tmp_path: Path) -> None:
+    with pytest.raises(AssertionError, match="reference files"):
+        read_reference(tmp_path / "values.schema.json")
