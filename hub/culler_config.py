@@ -1,0 +1,55 @@
+"""The idle culler's config file (jupyterhub-idle-culler --config=...): a busy kernel is activity.
+
+The culler stops a server when the hub's last_activity for it is older than the timeout. That
+time comes from the proxy's traffic and from the server's own reports, which send jupyter_server's
+last_activity(): the latest of its start, API requests and kernel *messages*. A kernel that runs a
+long cell without printing sends none, so a silent training run looks idle and would be culled
+mid-epoch. So before culling, this hook asks the server itself (GET /user/NAME/api/kernels through
+the proxy, with the culler's token, which holds access:servers) and keeps it while any kernel's
+execution_state is "busy". A server that does not answer is culled as before.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from datetime import timedelta
+from typing import Any
+
+from tornado.httpclient import AsyncHTTPClient, HTTPClientError
+
+from hub.settings import CULLER_PROXY_URL
+
+# A child of the culler application's logger (traitlets names it after the class), so lines land in its log.
+log = logging.getLogger("IdleCuller.busy")
+
+
+async def busy_kernels(server_url: str) -> int:
+    """How many of the server's kernels are busy (0 when it cannot tell)."""
+    base = os.environ[CULLER_PROXY_URL].rstrip("/")
+    token = os.environ["JUPYTERHUB_API_TOKEN"]
+    try:
+        response = await AsyncHTTPClient().fetch(f"{base}{server_url}api/kernels", request_timeout=20,
+                                                 headers={"Authorization": f"token {token}"})
+    except (HTTPClientError, OSError) as exc:
+        log.warning("could not list the kernels of %s (%s): culling by activity alone", server_url, exc)
+        return 0
+    kernels: list[dict[str, Any]] = json.loads(response.body)
+    return sum(1 for kernel in kernels if kernel.get("execution_state") == "busy")
+
+
+async def busy_aware_arbiter(*, inactive: timedelta, inactive_limit: int, server: dict[str, Any],
+                             **_: Any) -> bool:
+    """Cull when idle past the limit and no kernel is busy."""
+    if inactive.total_seconds() < inactive_limit:
+        return False
+    busy = await busy_kernels(str(server.get("url") or ""))
+    if busy:
+        log.info("not culling %s: inactive for %s but %d kernel(s) busy", server.get("url"), inactive, busy)
+        return False
+    return True
+
+
+c = get_config()  # type: ignore[name-defined]  # noqa: F821 - traitlets' config loader defines it
+c.IdleCuller.cull_arbiter_hook = busy_aware_arbiter

@@ -1,0 +1,88 @@
+"""The team hub's JupyterHub configuration, loaded by `jupyterhub -f` as hub/ctl.py starts it.
+
+Everything comes from the HUB_* settings (hub/settings.py), already checked by ctl; ctl has also
+made the Docker network and the state folder, and started the proxy, which the hub only talks to.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import docker
+import nativeauthenticator
+
+from hub import settings as hub_settings
+from hub.spawner import TeamSpawner
+
+team = hub_settings.load(os.environ)
+state = team.state_dir
+c = get_config()  # type: ignore[name-defined]  # noqa: F821 - traitlets' config loader defines it
+
+# --- where the hub listens. Users reach the proxy (started by ctl, which the hub leaves running
+# across its own restarts); the hub's own API listens on the Docker network's gateway, the host's
+# address on that network, so that the single-user containers reach it and nothing else is exposed.
+network = docker.from_env().networks.get(team.network)
+gateway = network.attrs["IPAM"]["Config"][0]["Gateway"]
+c.JupyterHub.bind_url = team.public_url
+c.JupyterHub.hub_bind_url = f"http://{gateway}:{team.internal_port}"
+c.JupyterHub.hub_connect_url = f"http://{gateway}:{team.internal_port}"
+c.ConfigurableHTTPProxy.should_start = False
+c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{team.proxy_api_port}"
+c.ConfigurableHTTPProxy.auth_token = hub_settings.proxy_token_file(state).read_text().strip()
+
+# --- state that outlives the hub process (the folder is mode 700; ctl's umask keeps files 600)
+c.JupyterHub.db_url = f"sqlite:///{hub_settings.db_file(state)}"
+c.JupyterHub.cookie_secret_file = str(hub_settings.cookie_secret_file(state))
+# A hub restart (an upgrade, `make hub-down && make hub`) leaves users' servers and their
+# kernels running; the hub finds them again from its database.
+c.JupyterHub.cleanup_servers = False
+# How often the hub reads the proxy's per-route activity (the culler's input, with the servers' reports).
+c.JupyterHub.last_activity_interval = team.activity_interval
+
+# --- who logs in
+if team.authenticator == "native":
+    # NativeAuthenticator: people sign up at /hub/signup; an admin approves them at /hub/authorize.
+    # Only approved accounts authenticate at all, so every authenticated user may be let in.
+    c.JupyterHub.authenticator_class = "nativeauthenticator.NativeAuthenticator"
+    c.JupyterHub.template_paths = [str(Path(nativeauthenticator.__file__).parent / "templates")]
+    c.NativeAuthenticator.minimum_password_length = 10
+    c.NativeAuthenticator.check_common_password = True
+    c.NativeAuthenticator.allowed_failed_logins = 5
+    c.NativeAuthenticator.seconds_before_next_try = 600
+else:
+    # Tests only: anyone with the one shared password.
+    c.JupyterHub.authenticator_class = "dummy"
+    c.DummyAuthenticator.password = team.dummy_password
+c.Authenticator.allow_all = True
+c.Authenticator.admin_users = set(team.admin_users)
+
+# --- the users' servers: containers of the project's image on the hub's network
+TeamSpawner.team = team
+c.JupyterHub.spawner_class = TeamSpawner
+c.TeamSpawner.image = team.image
+c.TeamSpawner.network_name = team.network
+c.TeamSpawner.use_internal_ip = True
+c.TeamSpawner.prefix = team.name_prefix
+# The image's hub mode: jupyterhub-singleuser under the entrypoint, as jovyan, with sshd.
+c.TeamSpawner.cmd = ["jupyterhub-singleuser"]
+c.TeamSpawner.remove = True  # a fresh container per start (its profile may change); volumes stay
+c.TeamSpawner.options_form = TeamSpawner.options_form_html
+c.TeamSpawner.default_url = "/lab"
+c.TeamSpawner.start_timeout = team.spawn_timeout
+c.TeamSpawner.http_timeout = team.spawn_timeout
+c.TeamSpawner.debug = False
+
+# --- the idle culler, a service of the hub (its token may list, read, stop and reach servers)
+c.JupyterHub.services = [{
+    "name": "idle-culler",
+    "command": [sys.executable, "-m", "jupyterhub_idle_culler", f"--timeout={team.cull_timeout}",
+                f"--cull-every={team.cull_every}", f"--config={Path(__file__).parent / 'culler_config.py'}"],
+    "environment": {hub_settings.CULLER_PROXY_URL: team.local_url},
+}]
+c.JupyterHub.load_roles = [{
+    "name": "idle-culler",
+    "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers", "access:servers"],
+    "services": ["idle-culler"],
+}]

@@ -1,0 +1,122 @@
+"""TeamSpawner: DockerSpawner with what a shared GPU box needs (docs/hub.md): a profile per
+server (CPU only, 1 GPU, 2 GPUs as Docker device requests), the user's SSH keys and a host port
+of their own, and the same shm, ulimits and log limits as the compose setup. Loaded by the hub
+process (hub/.venv) through jupyterhub_config.py."""
+
+from __future__ import annotations
+
+import html
+from typing import Any, ClassVar
+
+from dockerspawner import DockerSpawner
+from tornado import web
+
+from hub import REPO, sshaccess
+from hub import settings as hub_settings
+from hub.settings import PROFILES, Settings
+
+# Where the keys file appears in the container: beside compose's secrets, read by the
+# entrypoint as root (SSH_AUTHORIZED_KEYS_FILE).
+KEYS_IN_CONTAINER = "/run/secrets/authorized_keys"
+SSH_CONTAINER_PORT = 22
+# compose's start hook that gives fresh named volumes (~/work, ~/.nv) to the dev user.
+START_HOOKS = REPO / "compose" / "start.d"
+STACK_BYTES = 67108864  # as docker-compose.yml's ulimits
+
+
+class TeamSpawner(DockerSpawner):  # type: ignore[misc]
+    # Set once by jupyterhub_config.py: the checked settings (profiles already fitted to whether
+    # the engine can give containers GPUs).
+    team: ClassVar[Settings]
+    # What start() adds to the environment DockerSpawner builds (profile, SSH, activity reports).
+    team_env: dict[str, str]
+
+    def _keys_path(self) -> Any:
+        return sshaccess.keys_file(hub_settings.users_dir(self.team.state_dir), self.escaped_name)
+
+    def options_form_html(self) -> str:
+        """The spawn page's form (c.TeamSpawner.options_form names this function): profile and SSH keys."""
+        radios = []
+        for index, name in enumerate(self.team.profiles):
+            checked = " checked" if index == 0 else ""
+            radios.append(f'<label><input type="radio" name="profile" value="{name}"{checked}> '
+                          f"{html.escape(PROFILES[name][0])}</label><br>")
+        stored = self._keys_path().is_file()
+        hint = ("Your SSH key is on file: leave this empty to keep it, or paste new keys to replace it."
+                if stored else "Paste your SSH public key (the one line of ~/.ssh/id_ed25519.pub) for SSH access.")
+        return (
+            "<h4>Server</h4>" + "".join(radios)
+            + f"<h4>SSH</h4><p>{html.escape(hint)}</p>"
+            + '<textarea name="ssh_key" rows="3" style="width:100%" placeholder="ssh-ed25519 AAAA... you@laptop">'
+            + "</textarea>"
+        )
+
+    def options_from_form(self, formdata: dict[str, list[str]]) -> dict[str, str]:
+        return {"profile": formdata.get("profile", [""])[0], "ssh_key": formdata.get("ssh_key", [""])[0]}
+
+    def _profile(self) -> str:
+        profile = str(self.user_options.get("profile") or self.team.profiles[0])
+        if profile not in self.team.profiles:
+            raise web.HTTPError(400, f"profile {profile!r} is not offered here: choose one of "
+                                     f"{', '.join(self.team.profiles)}")
+        return profile
+
+    def _ssh_port(self) -> int | None:
+        """Store keys sent with this spawn; with keys on file, the user's SSH host port."""
+        text = str(self.user_options.get("ssh_key") or "")
+        try:
+            if text.strip():
+                sshaccess.store_keys(hub_settings.users_dir(self.team.state_dir), self.escaped_name, text)
+            if not self._keys_path().is_file():
+                return None
+            return sshaccess.assigned_port(hub_settings.ssh_ports_file(self.team.state_dir), self.user.name,
+                                           self.team.ssh_ports, self.team.ssh_address)
+        except sshaccess.SshSetupError as exc:
+            raise web.HTTPError(400, str(exc)) from None
+
+    def get_env(self) -> dict[str, str]:
+        env: dict[str, str] = super().get_env()
+        env.update(getattr(self, "team_env", {}))
+        return env
+
+    async def start(self) -> Any:
+        profile = self._profile()
+        ssh_port = self._ssh_port()
+        gpus = PROFILES[profile][1]
+        env: dict[str, str] = {
+            "SELF_CHECK": self.team.self_check,
+            # How often the server reports its last activity to the hub (the culler reads it).
+            "JUPYTERHUB_ACTIVITY_INTERVAL": str(self.team.activity_interval),
+        }
+        host_config: dict[str, Any] = {
+            "shm_size": self.team.shm_size,
+            "ulimits": [{"Name": "memlock", "Soft": self.team.memlock, "Hard": self.team.memlock},
+                        {"Name": "stack", "Soft": STACK_BYTES, "Hard": STACK_BYTES}],
+            "log_config": {"type": "json-file", "config": {"max-size": "10m", "max-file": "3"}},
+        }
+        if gpus:
+            host_config["device_requests"] = [{"Driver": "", "Count": gpus, "Capabilities": [["gpu"]]}]
+        else:
+            # The image's ENV says all; void hides every GPU even where the engine's default runtime is nvidia.
+            env["NVIDIA_VISIBLE_DEVICES"] = "void"
+        volumes: dict[str, Any] = {
+            f"{self.team.name_prefix}-{{username}}-work": "/home/jovyan/work",
+            f"{self.team.name_prefix}-{{username}}-nv": "/home/jovyan/.nv",
+            f"{self.team.name_prefix}-{{username}}-hostkeys": "/etc/ssh/host-keys",
+            str(START_HOOKS): {"bind": "/etc/tf29-env/start.d", "mode": "ro"},
+        }
+        create: dict[str, Any] = {"labels": {"io.tf29-env.hub.profile": profile}}
+        if ssh_port is None:
+            self.log.info("%s: no SSH key on file, SSH stays off", self.user.name)
+        else:
+            env["SSH_AUTHORIZED_KEYS_FILE"] = KEYS_IN_CONTAINER
+            volumes[str(self._keys_path())] = {"bind": KEYS_IN_CONTAINER, "mode": "ro"}
+            host_config["port_bindings"] = {SSH_CONTAINER_PORT: (self.team.ssh_address, ssh_port)}
+            create["ports"] = {f"{SSH_CONTAINER_PORT}/tcp": None}
+            create["labels"]["io.tf29-env.hub.ssh-port"] = str(ssh_port)
+            self.log.info("%s: SSH on %s:%d", self.user.name, self.team.ssh_address, ssh_port)
+        self.team_env = env
+        self.volumes = volumes
+        self.extra_host_config = host_config
+        self.extra_create_kwargs = create
+        return await super().start()
