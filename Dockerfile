@@ -119,7 +119,7 @@ RUN case "${VARIANT}" in \
  && pip install --no-cache-dir --only-binary=:all: -r /opt/tf29-env/requirements.lock \
  && find "${VIRTUAL_ENV}/lib" -type d -name tests -path "*/site-packages/*" -prune -exec rm -rf {} + \
  && pip check \
- && python -c "import tensorflow, keras, jupyterlab, numpy, pandas, matplotlib, ipywidgets" \
+ && python -c "import tensorflow, keras, jupyterlab, jupyterhub.singleuser, numpy, pandas, matplotlib, ipywidgets" \
  && rm -rf "${VIRTUAL_ENV}/share/python-wheels" \
  && chgrp -R "${NB_GID}" "${VIRTUAL_ENV}" \
  && chmod -R g+w "${VIRTUAL_ENV}" \

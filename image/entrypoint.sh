@@ -2,14 +2,17 @@
 # shellcheck source-path=SCRIPTDIR/entrypoint.d
 # The container's main process, under tini (PID 1). It checks every setting first, fits the dev
 # user to NB_UID/NB_GID, runs the start hooks, then either runs the command it was given (as the
-# dev user) or starts sshd and JupyterLab, runs the self-check beside them, and supervises them.
+# dev user) or starts sshd and the Jupyter server (JupyterLab, or in the hub mode JupyterHub's
+# single-user server), runs the self-check beside them, and supervises them.
 # Each step is one numbered file in entrypoint.d/; they only define functions, main() calls them.
 set -euo pipefail
 
 # Listed, not globbed: a missing piece fails loudly, and shellcheck -x reads them as one program.
 cd /opt/tf29-env/entrypoint.d
 source 00-common.sh
+source 05-mode.sh
 source 10-config.sh
+source 12-hub.sh
 source 15-privileges.sh
 source 20-user.sh
 source 25-mounts.sh
@@ -22,13 +25,14 @@ cd /
 
 main() {
   check_scratch                     # 15: /tmp is writable (--read-only needs a tmpfs there)
-  load_config                       # 10: bad input stops here, before anything starts
-  check_privileges $#               # 15: the capabilities and writable paths the steps below need
+  select_mode "$@"                  # 05: services, hub or command
+  load_config                       # 10 (12 in the hub mode): bad input stops here, before anything starts
+  check_privileges                  # 15: the capabilities and writable paths the steps below need
   fit_user                          # 20
   check_mounts                      # 25: what is mounted under the home folder is writable
   run_hooks /etc/tf29-env/start.d   # 30
-  if (($# > 0)); then
-    exec_command "$@"
+  if [[ ${cfg_mode} == command ]]; then
+    exec_command "${cfg_command[@]}"
   fi
   prepare_ssh                       # 40: host keys, authorized keys, `sshd -t`
   write_services                    # 90: what the healthcheck must find answering

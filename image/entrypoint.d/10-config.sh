@@ -14,6 +14,7 @@ readonly SETTING_LIMITS=(
   JUPYTER_TOKEN:1024 JUPYTER_TOKEN_FILE:1024 JUPYTER_PASSWORD_HASH:1024
   SSH_AUTHORIZED_KEYS:65536 SSH_AUTHORIZED_KEYS_FILE:1024 SSH_HOST_KEY_DIR:1024
   JUPYTER_RUNTIME_DIR:1024 TFENV_RUN_DIR:1024
+  JUPYTERHUB_SERVICE_URL:2048 JUPYTERHUB_SERVICE_PREFIX:1024
 )
 # The largest file each *_FILE variable may name, in bytes: checked before it is read, so that a
 # wrong file (a log, an archive) is refused instead of read into memory and into the environment.
@@ -52,18 +53,24 @@ load_config() {
     *) die "SELF_CHECK: the self-check could not say which mode it sets (exit ${status}): ${answer}" ;;
   esac
 
-  JUPYTER_PORT=${JUPYTER_PORT:-8888}
-  check_port JUPYTER_PORT
   SSH_PORT=${SSH_PORT:-22}
   check_port SSH_PORT
-  cfg_base_url=${JUPYTER_BASE_URL:-/}
-  [[ ${cfg_base_url} =~ ^/[A-Za-z0-9._~/-]*$ ]] ||
-    die "JUPYTER_BASE_URL='${cfg_base_url}' must be a path like /jupyter/ (letters, digits, . _ ~ - /)"
-  [[ ${cfg_base_url} == */ ]] || cfg_base_url+=/
   cfg_host_key_dir=${SSH_HOST_KEY_DIR:-/etc/ssh/host-keys}
   [[ ${cfg_host_key_dir} == /* ]] || die "SSH_HOST_KEY_DIR='${cfg_host_key_dir}' must be an absolute path"
+  check_server_args
 
-  load_jupyter_auth
+  if [[ ${cfg_mode} == hub ]]; then
+    load_hub_config # 12: the hub's port, prefix and login
+  else
+    JUPYTER_PORT=${JUPYTER_PORT:-8888}
+    check_port JUPYTER_PORT
+    cfg_jupyter_port=${JUPYTER_PORT}
+    cfg_base_url=${JUPYTER_BASE_URL:-/}
+    [[ ${cfg_base_url} =~ ^/[A-Za-z0-9._~/-]*$ ]] ||
+      die "JUPYTER_BASE_URL='${cfg_base_url}' must be a path like /jupyter/ (letters, digits, . _ ~ - /)"
+    [[ ${cfg_base_url} == */ ]] || cfg_base_url+=/
+    load_jupyter_auth
+  fi
   load_ssh_keys
 
   local ssh_starts=0
@@ -93,15 +100,29 @@ check_gid() {
 # services on one port, or JupyterLab (never root) on a port that only root may listen on.
 # check_listening SSH_STARTS: 1 when sshd will be started.
 check_listening() {
-  if ((cfg_jupyter && $1 && 10#${JUPYTER_PORT} == 10#${SSH_PORT})); then
-    die "JUPYTER_PORT=${JUPYTER_PORT} and SSH_PORT=${SSH_PORT}: JupyterLab and sshd cannot listen on the same port; change one of them"
+  local port_name=JUPYTER_PORT
+  [[ ${cfg_mode} != hub ]] || port_name="JUPYTERHUB_SERVICE_URL's port"
+  if ((cfg_jupyter && $1 && 10#${cfg_jupyter_port} == 10#${SSH_PORT})); then
+    die "${port_name}=${cfg_jupyter_port} and SSH_PORT=${SSH_PORT}: Jupyter and sshd cannot listen on the same port; change one of them"
   fi
   local floor
   # Docker lets everyone listen on any port (0); --network host and other runtimes keep 1024.
   if ((cfg_jupyter)) && read -r floor 2>/dev/null </proc/sys/net/ipv4/ip_unprivileged_port_start &&
-    ((10#${JUPYTER_PORT} < floor)); then
-    die "JUPYTER_PORT=${JUPYTER_PORT}: JupyterLab runs as ${NB_USER}, never root, and here only root may listen below port ${floor} (net.ipv4.ip_unprivileged_port_start); use ${floor} or above and publish it as any port (-p 80:8888)"
+    ((10#${cfg_jupyter_port} < floor)); then
+    die "${port_name}=${cfg_jupyter_port}: Jupyter runs as ${NB_USER}, never root, and here only root may listen below port ${floor} (net.ipv4.ip_unprivileged_port_start); use ${floor} or above and publish it as any port (-p 80:8888)"
   fi
+}
+
+# Extra args for the server (start-notebook.sh ARGS, jupyterhub-singleuser ARGS) go on its command
+# line, which every process in the container reads in ps: no place for a token or a password, and
+# an empty one would switch the auth off. Those are settings of their own (JUPYTER_TOKEN_FILE, ...).
+check_server_args() {
+  local arg
+  for arg in "${cfg_server_args[@]}"; do
+    if [[ ${arg} =~ ^--?[A-Za-z]*\.?(token|password|hashed_password)(=|$) ]]; then
+      die "the server's argument '${arg%%=*}': Jupyter's token and password are set with JUPYTER_TOKEN_FILE, JUPYTER_TOKEN or JUPYTER_PASSWORD_HASH (README, Settings), never on the command line, where every process can read them"
+    fi
+  done
 }
 
 # SSH_HOST_KEY_DIR is where 40-ssh makes the host keys at first start. Whether a folder can be made

@@ -30,11 +30,12 @@ check_run_dir() {
     die "TFENV_RUN_DIR=${RUN_DIR} is not a writable folder$(why_not_writable "${RUN_DIR}"): mount a tmpfs on it (--tmpfs ${RUN_DIR})"
 }
 
-# check_privileges ARGC: after the settings are read (10-config has checked their lengths, the ports
-# and the host key folder), what the start they ask for needs: the run directory (service mode,
-# ARGC 0), and of root the files it rewrites and the capabilities.
+# check_privileges: after the settings are read (10-config has checked their lengths, the ports
+# and the host key folder), what the start they ask for needs: the run directory (services and hub
+# mode), and of root the files it rewrites and the capabilities.
 check_privileges() {
-  local service_mode=$(($1 == 0)) jupyter=0 ssh=0 unprivileged_ports=1024
+  local service_mode=1 jupyter=0 ssh=0 unprivileged_ports=1024
+  [[ ${cfg_mode} != command ]] || service_mode=0
   ((!service_mode)) || check_run_dir
   ((is_root)) || return 0 # without root, nothing below is attempted
   ((service_mode && cfg_jupyter)) && jupyter=1

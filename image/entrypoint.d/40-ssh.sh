@@ -76,6 +76,7 @@ write_ssh_environment() {
       HOSTNAME | HOME | PWD | OLDPWD | SHLVL | _ | TERM | USER | LOGNAME | SHELL | MAIL) continue ;;
       JUPYTER_TOKEN | JUPYTER_PASSWORD_HASH | SSH_AUTHORIZED_KEYS) continue ;;
     esac
+    [[ ! ${name} =~ ${HUB_SECRET_PATTERN} ]] || continue # 12-hub has withheld them; whatever the mode
     [[ ${value} != *[\"\\$'\n']* ]] || continue
     line+=" \"${name}=${value}\""
   done < <(env -0)

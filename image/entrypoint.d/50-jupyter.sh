@@ -1,31 +1,80 @@
 # shellcheck shell=bash
-# 50-jupyter: JupyterLab as the dev user (never root), on 0.0.0.0:JUPYTER_PORT under
-# JUPYTER_BASE_URL, with the auth that 10-config settled on.
+# 50-jupyter: the Jupyter server as the dev user (never root), in one of two forms (05-mode):
+# JupyterLab on 0.0.0.0:JUPYTER_PORT under JUPYTER_BASE_URL with the auth 10-config settled on, or,
+# in the hub mode, jupyterhub-singleuser, which takes its port, prefix and login from the hub (12-hub).
+# Extra args (start-notebook.sh ARGS, jupyterhub-singleuser ARGS) come last, so they win.
 
 start_jupyter() {
   ((cfg_jupyter)) || return 0
-  local args=(
-    lab
+  local args=() name
+  local -A server_env=()
+  if [[ ${cfg_mode} == hub ]]; then
+    hub_server_args
+  else
+    lab_server_args
+  fi
+  # No network calls from a server that often has none: no update checks, no news feed.
+  args+=(--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate --LabApp.news_url=None)
+  without_overridden_options
+  args+=("${cfg_server_args[@]}")
+  prepare_runtime_dir
+  # Secrets travel in the server's environment, set in this subshell (not as `env NAME=VALUE`, whose
+  # argv every process can read in ps). What the entrypoint has read already, the server and its
+  # kernels get no copy of; jupyter/jupyter_server_config.py takes JUPYTER_TOKEN out of the server's
+  # own environment before any kernel or terminal starts with a copy.
+  (
+    unset -v JUPYTER_TOKEN JUPYTER_TOKEN_FILE JUPYTER_PASSWORD_HASH
+    for name in "${!server_env[@]}"; do export "${name}=${server_env[${name}]}"; done
+    exec "${as_user[@]}" "${args[@]}"
+  ) &
+  children[$!]=jupyter
+  if ((cfg_token_generated)); then
+    log "JupyterLab token (generated; set JUPYTER_TOKEN or JUPYTER_TOKEN_FILE to choose one):" \
+      "http://127.0.0.1:${cfg_jupyter_port}${cfg_base_url}lab?token=${cfg_token}"
+  fi
+}
+
+# Traitlets refuses an option given twice ("root_dir only accepts one value"), so each of the
+# image's options that an extra arg names again (--ServerApp.root_dir=/x, or the option and its value
+# as two args) is left out, and the extra arg alone applies.
+without_overridden_options() {
+  local -A named=()
+  local arg kept=()
+  for arg in "${cfg_server_args[@]}"; do
+    [[ ${arg} != --* ]] || named[${arg%%=*}]=1
+  done
+  for arg in "${args[@]}"; do
+    [[ ${arg} == --* && -n ${named[${arg%%=*}]+set} ]] || kept+=("${arg}")
+  done
+  args=("${kept[@]}")
+}
+
+# The hub's single-user server: the hub's login, port and prefix (jupyterhub-singleuser reads them
+# from the environment), the hub's secrets back in its environment. It opens the home folder, unless
+# the hub names another (Spawner.notebook_dir, passed as JUPYTERHUB_ROOT_DIR).
+hub_server_args() {
+  args=(jupyterhub-singleuser)
+  [[ -n ${JUPYTERHUB_ROOT_DIR:-} ]] || args+=("--ServerApp.root_dir=${NB_HOME}")
+  for name in "${!hub_secrets[@]}"; do server_env[${name}]=${hub_secrets[${name}]}; done
+  log "hub mode: JupyterHub's single-user server for ${JUPYTERHUB_USER:-its user} on port ${cfg_jupyter_port} under ${cfg_base_url}; the hub's login is the only one (JUPYTER_PORT and JUPYTER_BASE_URL do not apply)"
+}
+
+lab_server_args() {
+  args=(
+    jupyter lab
     --ServerApp.ip=0.0.0.0
-    "--ServerApp.port=${JUPYTER_PORT}"
+    "--ServerApp.port=${cfg_jupyter_port}"
     --ServerApp.port_retries=0
     --ServerApp.open_browser=False
     "--ServerApp.root_dir=${NB_HOME}"
     "--ServerApp.base_url=${cfg_base_url}"
-    # No network calls from a server that often has none: no update checks, no news feed.
-    --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate
-    --LabApp.news_url=None
   )
-  # The token travels in the environment (not argv, which every process can read in ps), and
-  # jupyter/jupyter_server_config.py takes it out of the server's before any kernel or terminal
-  # starts with a copy. What the entrypoint has read already, the server and they get no copy of.
-  local token_env=(env -u JUPYTER_TOKEN -u JUPYTER_TOKEN_FILE -u JUPYTER_PASSWORD_HASH)
   if ((cfg_no_auth)); then
-    warn "JUPYTER_INSECURE_NO_AUTH=1: JupyterLab accepts anyone who reaches port ${JUPYTER_PORT} as ${cfg_allowed_hosts[*]}, localhost or a loopback address, with no token or password"
+    warn "JUPYTER_INSECURE_NO_AUTH=1: JupyterLab accepts anyone who reaches port ${cfg_jupyter_port} as ${cfg_allowed_hosts[*]}, localhost or a loopback address, with no token or password"
     args+=(--IdentityProvider.token= --PasswordIdentityProvider.hashed_password=)
   else
     if [[ -n ${cfg_token} ]]; then
-      token_env+=("JUPYTER_TOKEN=${cfg_token}")
+      server_env[JUPYTER_TOKEN]=${cfg_token}
     else
       args+=(--IdentityProvider.token=)
     fi
@@ -36,18 +85,11 @@ start_jupyter() {
   # Only requests whose Host header names an allowed host or a loopback address (the healthcheck's)
   # are served: Jupyter's own DNS-rebinding check, which it switches off when listening on 0.0.0.0.
   if ((${#cfg_allowed_hosts[@]} > 0)); then
-    local name
+    local host
     args+=(--ServerApp.allow_remote_access=False --ServerApp.local_hostnames=localhost)
-    for name in "${cfg_allowed_hosts[@]}"; do
-      args+=("--ServerApp.local_hostnames=${name}")
+    for host in "${cfg_allowed_hosts[@]}"; do
+      args+=("--ServerApp.local_hostnames=${host}")
     done
-  fi
-  prepare_runtime_dir
-  "${token_env[@]}" "${as_user[@]}" jupyter "${args[@]}" &
-  children[$!]=jupyter
-  if ((cfg_token_generated)); then
-    log "JupyterLab token (generated; set JUPYTER_TOKEN or JUPYTER_TOKEN_FILE to choose one):" \
-      "http://127.0.0.1:${JUPYTER_PORT}${cfg_base_url}lab?token=${cfg_token}"
   fi
 }
 

@@ -18,7 +18,9 @@ then renamed over the old one: the file is always the old or the new version, th
 real one ("No space left on device"), and the partial temporary file goes.
 """
 
+import logging
 import os
+import re
 import stat
 import tempfile
 from contextlib import contextmanager, suppress
@@ -31,6 +33,19 @@ token = os.environ.pop("JUPYTER_TOKEN", None)
 if token:
     c.IdentityProvider.token = token
 del token
+
+
+class _QuietHealthchecks(logging.Filter):
+    """JupyterHub's single-user server (the hub mode) logs every successful API request at INFO,
+    where Jupyter Server logs them at DEBUG: the healthcheck's GET of {base_url}api every 5 s would
+    fill `docker logs` with one line each. Its successes on loopback are dropped; failures stay."""
+
+    def filter(self, record):
+        return not _HEALTHCHECK_LINE.match(record.getMessage())
+
+
+_HEALTHCHECK_LINE = re.compile(r"^200 GET \S*/api \(\S*@127\.0\.0\.1\)")
+logging.getLogger("tornado.access").addFilter(_QuietHealthchecks())
 
 
 def _umask():
