@@ -67,4 +67,4 @@ clean: ## remove the tf29-env container, build output and caches (images and vol
 	rm -rf build-output .pytest_cache .mypy_cache .ruff_cache
 
 include compose.mk
--include hub.mk
+include hub.mk
