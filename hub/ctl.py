@@ -91,12 +91,9 @@ def check_image(client: docker.DockerClient, image: str) -> None:
         raise StartError(f"HUB_IMAGE={image}: {exc.explanation or exc}") from None
 
 
-def check_ports(team: Settings, gateway: str) -> None:
-    wanted = [("HUB_PORT", team.address, team.port), ("HUB_PROXY_API_PORT", "127.0.0.1", team.proxy_api_port),
-              ("HUB_INTERNAL_PORT", gateway, team.internal_port)]
-    for name, address, port in wanted:
-        if not port_free(address, port):
-            raise StartError(f"{name}={port}: {address}:{port} is in use or cannot be bound; choose another port")
+def check_port(name: str, address: str, port: int) -> None:
+    if not port_free(address, port):
+        raise StartError(f"{name}={port}: {address}:{port} is in use or cannot be bound; choose another port")
 
 
 def gpu_capable(client: docker.DockerClient) -> bool:
@@ -145,11 +142,23 @@ def decide_memlock(team: Settings) -> int:
     return limit
 
 
-def spawn(command: list[str], log: Path, env: Mapping[str, str], cwd: Path) -> int:
+def spawn(command: list[str], log: Path, env: Mapping[str, str], cwd: Path) -> subprocess.Popen[bytes]:
+    """Start COMMAND in its own session (it outlives make), output appended to LOG."""
     with log.open("ab") as out:
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                   env=dict(env), cwd=cwd, start_new_session=True)
-    return process.pid
+        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                env=dict(env), cwd=cwd, start_new_session=True)
+
+
+def terminate(processes: Mapping[str, subprocess.Popen[bytes]]) -> None:
+    """End what this start began (the pid files cannot be trusted yet: an exec in progress
+    shows an empty command line)."""
+    for process in processes.values():
+        process.terminate()
+    for process in processes.values():
+        try:
+            process.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            process.kill()
 
 
 def last_error(log: Path) -> str:
@@ -162,12 +171,12 @@ def last_error(log: Path) -> str:
     return (errors or lines or ["empty log"])[-1][:300]
 
 
-def wait_ready(team: Settings, pids: Mapping[str, int]) -> None:
+def wait_ready(team: Settings, processes: Mapping[str, subprocess.Popen[bytes]]) -> None:
     deadline = time.monotonic() + START_TIMEOUT
     url = team.local_url + "hub/health"
     while time.monotonic() < deadline:
-        for name, pid in pids.items():
-            if running_pid(team.state_dir, name) != pid:
+        for name, process in processes.items():
+            if process.poll() is not None:
                 log = hub_settings.logs_dir(team.state_dir) / f"{name}.log"
                 raise StartError(f"the {name} exited at start: {last_error(log)} (log: {log})", EXIT_START)
         with contextlib.suppress(requests.RequestException):
@@ -191,8 +200,10 @@ def up(environ: Mapping[str, str]) -> int:
             raise StartError(f"{binary} is missing: run `make {target}` (or `make hub`, which makes it)")
     client = engine()
     check_image(client, team.image)
+    check_port("HUB_PORT", team.address, team.port)
+    check_port("HUB_PROXY_API_PORT", "127.0.0.1", team.proxy_api_port)
     gateway = ensure_network(client, team.network)
-    check_ports(team, gateway)
+    check_port("HUB_INTERNAL_PORT", gateway, team.internal_port)
     profiles = team.profiles
     if not gpu_capable(client):
         profiles = tuple(p for p in team.profiles if not hub_settings.PROFILES[p][1]) or ("cpu",)
@@ -204,21 +215,23 @@ def up(environ: Mapping[str, str]) -> int:
     logs = hub_settings.logs_dir(state)
     token = hub_settings.proxy_token_file(state).read_text().strip()
     base_env = {key: value for key, value in environ.items() if not key.startswith("CONFIGPROXY_")}
-    proxy_pid = spawn(
+    proxy = spawn(
         [str(PROXY_BIN), "--ip", team.address, "--port", str(team.port),
          "--api-ip", "127.0.0.1", "--api-port", str(team.proxy_api_port),
          "--default-target", f"http://{gateway}:{team.internal_port}",
          "--error-target", f"http://{gateway}:{team.internal_port}/hub/error"],
         logs / "proxy.log", {**base_env, "CONFIGPROXY_AUTH_TOKEN": token}, state)
-    pid_file(state, "proxy").write_text(f"{proxy_pid}\n")
+    pid_file(state, "proxy").write_text(f"{proxy.pid}\n")
     hub_env = {**base_env, "HUB_MEMLOCK": str(limit), "HUB_PROFILES": ",".join(profiles),
                "HUB_STATE_DIR": str(state),
                "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), environ.get("PYTHONPATH")]))}
-    hub_pid = spawn([str(HUB_BIN), "-f", str(CONFIG_FILE)], logs / "hub.log", hub_env, state)
-    pid_file(state, "hub").write_text(f"{hub_pid}\n")
+    hub = spawn([str(HUB_BIN), "-f", str(CONFIG_FILE)], logs / "hub.log", hub_env, state)
+    pid_file(state, "hub").write_text(f"{hub.pid}\n")
+    processes = {"hub": hub, "proxy": proxy}
     try:
-        wait_ready(team, {"proxy": proxy_pid, "hub": hub_pid})
+        wait_ready(team, processes)
     except StartError:
+        terminate(processes)
         stop(state)
         raise
     print(f"tf29-hub: the hub is up: {team.public_url} (logs: {logs})")

@@ -4,9 +4,11 @@ The culler stops a server when the hub's last_activity for it is older than the 
 time comes from the proxy's traffic and from the server's own reports, which send jupyter_server's
 last_activity(): the latest of its start, API requests and kernel *messages*. A kernel that runs a
 long cell without printing sends none, so a silent training run looks idle and would be culled
-mid-epoch. So before culling, this hook asks the server itself (GET /user/NAME/api/kernels through
-the proxy, with the culler's token, which holds access:servers) and keeps it while any kernel's
-execution_state is "busy". A server that does not answer is culled as before.
+mid-epoch. So before culling, this hook asks the server itself (GET /user/NAME/api/kernels at the
+server's own address, with the culler's token, which holds access:servers) and keeps it while
+any kernel's execution_state is "busy"; asking neither goes through the proxy nor counts as
+activity, so a server idle again after a long run is culled one timeout after its last message.
+A server that does not answer is culled as before.
 """
 
 from __future__ import annotations
@@ -19,23 +21,28 @@ from typing import Any
 
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError
 
-from hub.settings import CULLER_PROXY_URL
-
 # A child of the culler application's logger (traitlets names it after the class), so lines land in its log.
 log = logging.getLogger("IdleCuller.busy")
 
 
+async def _get_json(url: str) -> Any:
+    token = os.environ["JUPYTERHUB_API_TOKEN"]
+    response = await AsyncHTTPClient().fetch(url, request_timeout=20, headers={"Authorization": f"token {token}"})
+    return json.loads(response.body)
+
+
 async def busy_kernels(server_url: str) -> int:
     """How many of the server's kernels are busy (0 when it cannot tell)."""
-    base = os.environ[CULLER_PROXY_URL].rstrip("/")
-    token = os.environ["JUPYTERHUB_API_TOKEN"]
     try:
-        response = await AsyncHTTPClient().fetch(f"{base}{server_url}api/kernels", request_timeout=20,
-                                                 headers={"Authorization": f"token {token}"})
-    except (HTTPClientError, OSError) as exc:
+        # The server's own address, from the hub's copy of the proxy's table: asking through the
+        # proxy would count as traffic on the user's route, which the hub takes for activity.
+        routes = await _get_json(os.environ["JUPYTERHUB_API_URL"].rstrip("/") + "/proxy")
+        target = str(routes[server_url]["target"]).rstrip("/")
+        # no_track_activity: jupyter_server does not count this request as the user's activity.
+        kernels = await _get_json(f"{target}{server_url}api/kernels?no_track_activity=1")
+    except (HTTPClientError, OSError, KeyError, ValueError) as exc:
         log.warning("could not list the kernels of %s (%s): culling by activity alone", server_url, exc)
         return 0
-    kernels: list[dict[str, Any]] = json.loads(response.body)
     return sum(1 for kernel in kernels if kernel.get("execution_state") == "busy")
 
 

@@ -41,20 +41,16 @@ c.JupyterHub.cleanup_servers = False
 # How often the hub reads the proxy's per-route activity (the culler's input, with the servers' reports).
 c.JupyterHub.last_activity_interval = team.activity_interval
 
-# --- who logs in
-if team.authenticator == "native":
-    # NativeAuthenticator: people sign up at /hub/signup; an admin approves them at /hub/authorize.
-    # Only approved accounts authenticate at all, so every authenticated user may be let in.
-    c.JupyterHub.authenticator_class = "nativeauthenticator.NativeAuthenticator"
-    c.JupyterHub.template_paths = [str(Path(nativeauthenticator.__file__).parent / "templates")]
-    c.NativeAuthenticator.minimum_password_length = 10
-    c.NativeAuthenticator.check_common_password = True
-    c.NativeAuthenticator.allowed_failed_logins = 5
-    c.NativeAuthenticator.seconds_before_next_try = 600
-else:
-    # Tests only: anyone with the one shared password.
-    c.JupyterHub.authenticator_class = "dummy"
-    c.DummyAuthenticator.password = team.dummy_password
+# --- who logs in: NativeAuthenticator (docs/hub.md says why). People sign up at /hub/signup and
+# an admin approves them at /hub/authorize; the admins named in HUB_ADMIN_USERS are approved when
+# they sign up. Only approved accounts authenticate at all, so every authenticated user is let in.
+c.JupyterHub.authenticator_class = "nativeauthenticator.NativeAuthenticator"
+c.JupyterHub.template_paths = [str(Path(nativeauthenticator.__file__).parent / "templates")]
+c.NativeAuthenticator.minimum_password_length = 10
+c.NativeAuthenticator.check_common_password = True
+# Five wrong passwords in a row block the name for ten minutes (password guessing).
+c.NativeAuthenticator.allowed_failed_logins = 5
+c.NativeAuthenticator.seconds_before_next_try = 600
 c.Authenticator.allow_all = True
 c.Authenticator.admin_users = set(team.admin_users)
 
@@ -74,15 +70,16 @@ c.TeamSpawner.start_timeout = team.spawn_timeout
 c.TeamSpawner.http_timeout = team.spawn_timeout
 c.TeamSpawner.debug = False
 
-# --- the idle culler, a service of the hub (its token may list, read, stop and reach servers)
+# --- the idle culler, a service of the hub: its token may list, read, stop and reach servers,
+# and read the proxy's table (where each server is: hub/culler_config.py asks it about kernels)
 c.JupyterHub.services = [{
     "name": "idle-culler",
     "command": [sys.executable, "-m", "jupyterhub_idle_culler", f"--timeout={team.cull_timeout}",
                 f"--cull-every={team.cull_every}", f"--config={Path(__file__).parent / 'culler_config.py'}"],
-    "environment": {hub_settings.CULLER_PROXY_URL: team.local_url},
 }]
 c.JupyterHub.load_roles = [{
     "name": "idle-culler",
-    "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers", "access:servers"],
+    "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers", "access:servers",
+               "proxy"],
     "services": ["idle-culler"],
 }]

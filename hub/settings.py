@@ -17,8 +17,6 @@ from hub import REPO
 
 HUB_DIR = REPO / "hub"
 EXIT_CONFIG = 2
-# The culler's environment (set by jupyterhub_config.py): the proxy as this host reaches it.
-CULLER_PROXY_URL = "HUB_CULLER_PROXY_URL"
 
 # The single-user servers' profiles: name -> (what the spawn form says, GPUs requested).
 PROFILES: dict[str, tuple[str, int]] = {
@@ -26,7 +24,6 @@ PROFILES: dict[str, tuple[str, int]] = {
     "gpu1": ("1 GPU", 1),
     "gpu2": ("2 GPUs", 2),
 }
-AUTHENTICATORS = ("native", "dummy")
 SELF_CHECK_MODES = ("warn", "strict", "off")
 # Docker names: what a container or volume name may hold (the prefix starts every name).
 _DOCKER_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]{0,39}")
@@ -50,9 +47,7 @@ class Settings:
     proxy_api_port: int  # the proxy's REST API, on 127.0.0.1
     ssh_address: str
     ssh_ports: range
-    authenticator: str
     admin_users: tuple[str, ...]
-    dummy_password: str
     profiles: tuple[str, ...]
     shm_size: str
     memlock: int  # bytes, -1: unlimited; ctl replaces -1 by what the engine can grant
@@ -181,10 +176,6 @@ def load(environ: Mapping[str, str]) -> Settings:
         return value
 
     address = _address("HUB_ADDRESS", get("HUB_ADDRESS", "127.0.0.1"))
-    authenticator = _choice("HUB_AUTHENTICATOR", get("HUB_AUTHENTICATOR", "native"), AUTHENTICATORS)
-    dummy_password = environ.get("HUB_DUMMY_PASSWORD", "")
-    if authenticator == "dummy" and len(dummy_password) < 8:
-        raise HubConfigError("HUB_AUTHENTICATOR=dummy (tests only) needs HUB_DUMMY_PASSWORD of 8 characters or more")
     image = get("HUB_IMAGE", memlock.DEFAULTS["TF29ENV_IMAGE"])
     if any(char.isspace() for char in image):
         raise HubConfigError(f"HUB_IMAGE={image!r} is not an image reference")
@@ -204,9 +195,7 @@ def load(environ: Mapping[str, str]) -> Settings:
         proxy_api_port=_port("HUB_PROXY_API_PORT", get("HUB_PROXY_API_PORT", "8001")),
         ssh_address=_address("HUB_SSH_ADDRESS", get("HUB_SSH_ADDRESS", address)),
         ssh_ports=_port_range("HUB_SSH_PORTS", get("HUB_SSH_PORTS", "2200-2299")),
-        authenticator=authenticator,
         admin_users=_names("HUB_ADMIN_USERS", get("HUB_ADMIN_USERS", "admin")),
-        dummy_password=dummy_password,
         profiles=_profiles("HUB_PROFILES", get("HUB_PROFILES", ",".join(PROFILES))),
         shm_size=_size("HUB_SHM_SIZE", get("HUB_SHM_SIZE", "1g")),
         memlock=wanted_memlock,
