@@ -9,6 +9,11 @@ the services file of its run directory, with what is needed to find each:
   greeting, or, while sshd is busy with logins that have not finished (MaxStartups), with its
   refusal. Nothing listening, or nothing answering (a hung sshd), is unhealthy.
 
+When the image's entrypoint is not running, nothing is managed and the check passes, saying so: in
+the command mode (`docker run IMAGE CMD`) the entrypoint has handed the container to CMD, and with
+another entrypoint (`--entrypoint`, the Dev Containers tools' idle command) it never ran. Either
+does what it was asked; "unhealthy" would only make a restart policy or an orchestrator end it.
+
 Standard library only, run by the distro's python3 -I: it starts in tens of milliseconds.
 """
 
@@ -30,6 +35,10 @@ SERVICES = "services"
 # how many logins are pending ("[listener] 3 of 128-256 startups", OpenSSH 8.2 and later).
 SSHD_PID_FILE = Path("/run/tf29-env-sshd/sshd.pid")
 STARTUPS = re.compile(rb"\[listener\] (\d+) of (\d+)-(\d+) startups")
+# The entrypoint, beside this file's folder in the image (the Dockerfile's ENTRYPOINT runs it under
+# tini), and where processes are listed.
+ENTRYPOINT = str(Path(__file__).resolve().parents[1] / "entrypoint.sh")
+PROC = Path("/proc")
 
 
 def run_dir() -> Path:
@@ -130,7 +139,24 @@ def check_ssh(port: int) -> str:
     return f"ssh busy (port {port}: {pending} logins pending, MaxStartups {start}:{full})"
 
 
+def entrypoint_running() -> bool:
+    """Whether a process runs the entrypoint script: bash with it as its first argument (tini's own
+    arguments name it too, and stay so after the command mode's exec, so tini does not count)."""
+    for cmdline in PROC.glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue  # ended meanwhile
+        if len(args) > 1 and os.path.basename(args[0]) in (b"bash", b"sh") and args[1] == ENTRYPOINT.encode():
+            return True
+    return False
+
+
 def main() -> int:
+    if not entrypoint_running():
+        print("healthy: nothing to check: the image's entrypoint is not running (a command or another "
+              "entrypoint runs in its place), so no service is managed")
+        return 0
     try:
         services_file = run_dir() / SERVICES
     except RuntimeError as exc:

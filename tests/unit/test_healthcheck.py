@@ -27,7 +27,17 @@ def load(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    # The processes of a container whose entrypoint runs (services or hub mode), as /proc lists them.
+    module.PROC = fake_proc(run_dir / "proc", ["/usr/bin/tini", "--", module.ENTRYPOINT],  # type: ignore[attr-defined]
+                            ["bash", module.ENTRYPOINT])
     return module
+
+
+def fake_proc(root: Path, *processes: list[str]) -> Path:
+    for pid, args in enumerate(processes, start=1):
+        (root / str(pid)).mkdir(parents=True, exist_ok=True)
+        (root / str(pid) / "cmdline").write_bytes(b"\0".join(arg.encode() for arg in args) + b"\0")
+    return root
 
 
 class _Api(http.server.BaseHTTPRequestHandler):
@@ -208,3 +218,21 @@ def test_the_pid_file_is_sshd_configs(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_command_mode_has_nothing_to_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "services").write_text("")
     assert load(tmp_path, monkeypatch).main() == 0
+
+
+@pytest.mark.parametrize("processes", [
+    # `docker run IMAGE sleep 100`: the entrypoint has exec'd the command as the dev user; tini's
+    # arguments still name the entrypoint (as `ps` shows in such a container).
+    [["/usr/bin/tini", "--", "{entrypoint}", "sleep", "100"], ["sleep", "100"]],
+    # The Dev Containers CLI's idle command in place of the entrypoint.
+    [["/bin/sh", "-c", "echo Container started; trap 'exit 0' 15; sleep infinity & wait", "-"],
+     ["sleep", "infinity"]],
+])
+def test_nothing_managed_without_the_entrypoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str], processes: list[list[str]]) -> None:
+    """No services file, as in those containers: not "starting" for ever, but nothing to check."""
+    module = load(tmp_path, monkeypatch)
+    module.PROC = fake_proc(tmp_path / "other-proc",  # type: ignore[attr-defined]
+                            *[[arg.format(entrypoint=module.ENTRYPOINT) for arg in args] for args in processes])
+    assert module.main() == 0
+    assert capsys.readouterr().out.startswith("healthy: nothing to check: the image's entrypoint is not running")
