@@ -30,7 +30,7 @@ main() {
   check_privileges                  # 15: the capabilities and writable paths the steps below need
   fit_user                          # 20
   check_mounts                      # 25: what is mounted under the home folder is writable
-  run_hooks /etc/tf29-env/start.d   # 30
+  run_start_hooks                   # 30: ours, then docker-stacks' start-notebook.d, before-notebook.d
   if [[ ${cfg_mode} == command ]]; then
     exec_command "${cfg_command[@]}"
   fi

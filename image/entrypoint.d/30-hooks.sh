@@ -1,5 +1,10 @@
 # shellcheck shell=bash
-# 30-hooks: start hooks, as in docker-stacks but safer. In name order, each file of the directory is:
+# 30-hooks: start hooks, as in docker-stacks but safer. Three folders, in this order: ours, then
+# docker-stacks' two, so that hooks written for its images work when mounted or copied where they
+# were. docker-stacks runs start-notebook.d before it fits the user (as the container's user) and
+# before-notebook.d after (as root when it starts as root); here all three run after the user is
+# fitted, as the container's user (root when it runs as root), before any service or command
+# starts. In name order, each file of a folder is:
 #   *.sh          sourced, in a subshell with `set -e` and without `set -u`: a command that fails
 #                 ends the hook as failed, an unset variable reads as empty (never kills the
 #                 container), and `exit N` ends only the hook (0: success). What a hook that
@@ -7,7 +12,13 @@
 #                 for later hooks, JupyterLab and SSH sessions; a failed hook changes nothing.
 #   executable    run,
 #   anything else ignored, with a log line.
-# A failing hook is logged and start-up goes on. Hooks run as root when the container does.
+# A failing hook is logged and start-up goes on. A missing folder is no error.
+readonly HOOK_DIRS=(/etc/tf29-env/start.d /usr/local/bin/start-notebook.d /usr/local/bin/before-notebook.d)
+
+run_start_hooks() {
+  local dir
+  for dir in "${HOOK_DIRS[@]}"; do run_hooks "${dir}"; done
+}
 
 run_hooks() {
   local dir=$1 hook status

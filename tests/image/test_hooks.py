@@ -1,6 +1,7 @@
-"""Start hooks (/etc/tf29-env/start.d): a sourced *.sh hook runs in a subshell of its own with
-`set -e` and without `set -u`; what a hook that succeeded exports (or unsets) reaches later hooks,
-JupyterLab and SSH sessions; a failing hook of either kind is logged and start-up goes on."""
+"""Start hooks (/etc/tf29-env/start.d, then docker-stacks' /usr/local/bin/start-notebook.d and
+before-notebook.d): a sourced *.sh hook runs in a subshell of its own with `set -e` and without
+`set -u`; what a hook that succeeded exports (or unsets) reaches later hooks, JupyterLab and SSH
+sessions; a failing hook of either kind is logged and start-up goes on, in every folder."""
 
 from pathlib import Path
 
@@ -11,27 +12,38 @@ from testkit.containers import TrackedContainer
 from testkit.ssh import KeyPair
 
 HOOKS_DIR = "/etc/tf29-env/start.d"
+# docker-stacks' folders, which its images' users mount hooks into; they run after ours, in this order.
+START_NOTEBOOK_DIR = "/usr/local/bin/start-notebook.d"
+BEFORE_NOTEBOOK_DIR = "/usr/local/bin/before-notebook.d"
 # The hooks are what is tested here: spare the shared 2-core host the self-check's TensorFlow import.
 QUIET = {"SELF_CHECK": "off"}
 
 
 def start(tracked: TrackedContainer, tmp_path: Path, hooks: dict[str, str],
           environment: dict[str, str] | None = None, publish: tuple[int, ...] = (8888,)) -> Container:
-    """A container with these hooks (files without .sh are made executable), once it is healthy."""
-    folder = tmp_path / "start.d"
-    folder.mkdir()
-    for name, text in hooks.items():
-        (folder / name).write_text(text)
-        if not name.endswith(".sh"):
-            (folder / name).chmod(0o755)
-    container = tracked.run(volumes={str(folder): {"bind": HOOKS_DIR, "mode": "ro"}},
-                            environment={**QUIET, **(environment or {})}, publish=publish)
+    """A container with these hooks in /etc/tf29-env/start.d, once it is healthy."""
+    return start_with(tracked, tmp_path, {HOOKS_DIR: hooks}, environment, publish)
+
+
+def start_with(tracked: TrackedContainer, tmp_path: Path, folders: dict[str, dict[str, str]],
+               environment: dict[str, str] | None = None, publish: tuple[int, ...] = (8888,)) -> Container:
+    """A container with these hook folders (files without .sh are made executable), once it is healthy."""
+    volumes = {}
+    for index, (where, hooks) in enumerate(folders.items()):
+        folder = tmp_path / f"hooks{index}"
+        folder.mkdir()
+        for name, text in hooks.items():
+            (folder / name).write_text(text)
+            if not name.endswith(".sh"):
+                (folder / name).chmod(0o755)
+        volumes[str(folder)] = {"bind": where, "mode": "ro"}
+    container = tracked.run(volumes=volumes, environment={**QUIET, **(environment or {})}, publish=publish)
     tracked.wait_healthy(container)
     return container
 
 
-def failed(name: str, code: int) -> str:
-    return f"start hook {HOOKS_DIR}/{name} failed (exit {code}); continuing"
+def failed(name: str, code: int, folder: str = HOOKS_DIR) -> str:
+    return f"start hook {folder}/{name} failed (exit {code}); continuing"
 
 
 def jupyter_environment(tracked: TrackedContainer, container: Container) -> dict[str, str]:
@@ -98,3 +110,30 @@ def test_failing_hooks_of_both_kinds_are_logged_and_start_up_goes_on(tracked: Tr
     assert "executable hook ran" in logs and failed("20-fails", 3) in logs
     environment = jupyter_environment(tracked, container)
     assert environment["AFTER_FAILURES"] == "yes" and "BEFORE_EXIT_4" not in environment
+
+
+def test_docker_stacks_hook_folders_run_after_ours_with_the_same_rules(tracked: TrackedContainer,
+                                                                       tmp_path: Path) -> None:
+    container = start_with(tracked, tmp_path, {
+        HOOKS_DIR: {"10-ours.sh": "export HOOK_ORDER=ours\n"},
+        START_NOTEBOOK_DIR: {
+            "10-unset.sh": 'echo "docker-stacks unset reads as [${TF29_TEST_NEVER_SET}]"\n'
+                           'export HOOK_ORDER="$HOOK_ORDER start-notebook.d"\n',
+            # The hook's own `set -e` holds: it stops at `false`, and its exports are dropped.
+            "20-errexit.sh": "set -e\nexport BEFORE_ERREXIT=set\nfalse\nexport AFTER_ERREXIT=set\n",
+            # The hook's own `set -u` holds too, inside it alone.
+            "30-nounset.sh": 'set -u\necho "never printed: $TF29_TEST_NEVER_SET"\nexport AFTER_NOUNSET=set\n',
+        },
+        BEFORE_NOTEBOOK_DIR: {
+            "10-fails": "#!/bin/sh\necho docker-stacks executable hook ran >&2\nexit 5\n",
+            "20-last.sh": 'export HOOK_ORDER="$HOOK_ORDER before-notebook.d"\n',
+        },
+    })
+    logs = tracked.logs(container)
+    assert "docker-stacks unset reads as []" in logs and "never printed" not in logs
+    assert failed("20-errexit.sh", 1, START_NOTEBOOK_DIR) in logs
+    assert failed("30-nounset.sh", 1, START_NOTEBOOK_DIR) in logs
+    assert "docker-stacks executable hook ran" in logs and failed("10-fails", 5, BEFORE_NOTEBOOK_DIR) in logs
+    environment = jupyter_environment(tracked, container)
+    assert environment["HOOK_ORDER"] == "ours start-notebook.d before-notebook.d"
+    assert not {"BEFORE_ERREXIT", "AFTER_ERREXIT", "AFTER_NOUNSET"} & environment.keys()
