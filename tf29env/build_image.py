@@ -2,7 +2,8 @@
 
 Two passes: the first builds every layer, is probed for what it holds (tf29env.facts), and the
 second repeats the build with the labels filled in; it hits the cache down to the Dockerfile's
-last block, so it costs seconds. The first pass's image is removed.
+last block, so it costs seconds. The first pass's image is removed. Then the SBOM of the labelled
+image is added in a thin layer of its own (tf29env.sbomlayer); the tags point at that.
 """
 
 import datetime
@@ -15,7 +16,7 @@ from pathlib import Path
 import docker.errors
 from docker import DockerClient
 
-from tf29env import context, engine, imagebuild, labels, standin, tags
+from tf29env import context, engine, imagebuild, labels, sbomlayer, standin, tags
 from tf29env.config import NetworkInputs
 from tf29env.errors import EXIT_BUILD, UserError
 from tf29env.facts import ImageFacts, probe
@@ -67,6 +68,9 @@ class BuildResult:
     facts: ImageFacts
     meta: labels.BuildMeta
     version: str  # the full computed tag
+    refs: list[str]  # every reference the image earns (tf29env.tags.compute), the full one first, then `image`
+    sbom_json: str  # its CycloneDX SBOM, also in the image (labels.SBOM)
+    license_files: list[str]  # the NVIDIA license files in the image (stand-in base only)
     first_pass_s: float  # the docker build proper (every layer); the rest is the probe and the labels
 
 
@@ -152,8 +156,13 @@ def build(client: DockerClient, request: BuildRequest, log: Log) -> BuildResult:
         final = run({**buildargs, **labels.buildargs(labels.expected(facts, meta, version))}, False, False,
                     [*request.cache_from, first] if request.cache_from else [])
     image = request.tag or f"{request.repository}:{version}"
-    engine.tag(client, final, image)
+    refs = [f"{request.repository}:{tag}" for tag in tags.compute(facts, revision=meta.revision, created=created)]
+    refs = refs if image in refs else [*refs, image]
+    log("==> making the SBOM from the image and adding it in a layer of its own")
+    layer = sbomlayer.add(client, final, base=base, name=request.repository, version=version, refs=refs, log=log)
+    engine.tag(client, layer.image_id, image)
     if first != final:
         engine.remove_dangling(client, first)
-    return BuildResult(image=image, image_id=final, base=base, variant=request.variant.name, facts=facts,
-                       meta=meta, version=version, first_pass_s=first_pass_s)
+    return BuildResult(image=image, image_id=layer.image_id, base=base, variant=request.variant.name, facts=facts,
+                       meta=meta, version=version, refs=refs, sbom_json=layer.sbom_json,
+                       license_files=layer.license_files, first_pass_s=first_pass_s)

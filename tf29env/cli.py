@@ -1,4 +1,4 @@
-"""build.py's command line: base, build, test, push, size. Every failure is one line on stderr
+"""build.py's command line: base, build, test, push, size, audit. Every failure is one line on stderr
 (a failed build step adds its last lines) and an exit code from docs/build.md; tracebacks are bugs."""
 
 import argparse
@@ -9,8 +9,9 @@ from typing import NoReturn
 
 from tf29env import commands
 from tf29env.errors import UserError
-from tf29env.paths import DEFAULT_OUTPUT, SIZE_BASELINE
+from tf29env.paths import DEFAULT_OUTPUT, REPO, SIZE_BASELINE
 from tf29env.variants import DEFAULT_VARIANT, REPOSITORY, VARIANTS
+from tf29env.vulns import ALLOWLIST, SERVICES
 
 
 class Parser(argparse.ArgumentParser):
@@ -104,6 +105,19 @@ def make_parser() -> Parser:
     size.add_argument("--max-growth", type=float, metavar="PERCENT", help="allowed growth (default: the file's)")
     size.add_argument("--record", action="store_true", help="write the image's size into the baseline file")
     add_common(size)
+
+    aud = sub.add_parser("audit", help="check the Python packages of an image's SBOM for known vulnerabilities "
+                                       "(pip-audit) beyond the allowlist")
+    aud.add_argument("--sbom", type=Path, metavar="FILE",
+                     help="CycloneDX JSON SBOM to audit (default: the last build's, see --variant)")
+    add_variant(aud, "audit the SBOM of the last build of this variant", default=None)
+    aud.add_argument("--allowlist", type=Path, default=ALLOWLIST, metavar="FILE",
+                     help=f"advisories accepted, each with a reason (default: {ALLOWLIST.relative_to(REPO)})")
+    aud.add_argument("--service", choices=SERVICES, default=SERVICES[0],
+                     help=f"vulnerability database pip-audit asks (default: {SERVICES[0]})")
+    aud.add_argument("--timeout", type=float, default=600, metavar="SECONDS",
+                     help="give up on the database after this long (default: 600)")
+    add_common(aud)
     return parser
 
 

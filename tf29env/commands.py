@@ -1,19 +1,19 @@
 """What each build.py command does, in the order a CI job runs them: build, test, push (and size)."""
 
 import argparse
-import datetime
 import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 from docker import DockerClient
 
-from tf29env import engine, labels, manifest, push, records, sizegate, standin, tags
+from tf29env import engine, labels, licenses, manifest, push, records, sbom, sizegate, standin, tags, vulns
 from tf29env.build_image import BuildRequest, BuildResult, build
 from tf29env.config import NetworkInputs
-from tf29env.errors import EXIT_TEST, UserError
+from tf29env.errors import EXIT_BUILD, EXIT_INPUT, EXIT_TEST, EXIT_VULNERABLE, UserError
 from tf29env.facts import run_in_image
 from tf29env.log import Log
 from tf29env.paths import REPO
@@ -60,12 +60,16 @@ def cmd_build(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     log = logger(args)
-    refs = apply_tags(client, result, args.repository)
+    refs = apply_tags(client, result)
     log(f"==> tagged {len(refs)}: {', '.join(refs)}")
     log("==> writing the manifest (pip freeze, dpkg list, a CPU self-check run)")
     built, inventory = manifest.collect(client, image=result.image, refs=refs, facts=result.facts.to_dict(),
                                         build_inputs=network.shown())
     paths = manifest.write(directory, built)
+    sbom_path = directory / records.SBOM_FILE
+    sbom_path.write_text(result.sbom_json)
+    license_paths = licenses.write(directory, json.loads(result.sbom_json))
+    log(f"==> SBOM and license summary: {sbom_path}, {license_paths[1]}")
     entry = baseline["images"].get(sizegate.key(result.variant, result.base))
     limit = sizegate.limit(baseline, args.max_growth)
     verdict = sizegate.judge(built.size_bytes, None if args.no_size_gate or not entry else int(entry["bytes"]), limit)
@@ -74,6 +78,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         "base_digest": result.meta.base_digest, "version": result.version, "refs": refs,
         "revision": result.meta.revision, "created": result.meta.created, "size_bytes": built.size_bytes,
         "facts": result.facts.to_dict(), "manifest": [str(p) for p in paths],
+        "sbom": str(sbom_path), "licenses": [str(p) for p in license_paths],
         "size_gate": {"ok": verdict.ok, "baseline": verdict.baseline, "limit_percent": limit,
                       "skipped": bool(args.no_size_gate)},
     }
@@ -88,14 +93,12 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def apply_tags(client: DockerClient, result: BuildResult, repository: str) -> list[str]:
-    """Tag the image with every computed tag; the references, the full one first."""
-    created = datetime.datetime.strptime(result.meta.created, "%Y-%m-%dT%H:%M:%SZ")
-    refs = [f"{repository}:{tag}" for tag in tags.compute(result.facts, revision=result.meta.revision,
-                                                              created=created)]
-    for ref in refs:
+def apply_tags(client: DockerClient, result: BuildResult) -> list[str]:
+    """Tag the image with every computed tag (the build named them, and the SBOM lists them); the
+    references, the full one first."""
+    for ref in result.refs:
         engine.tag(client, result.image_id, ref)
-    return refs if result.image in refs else [*refs, result.image]
+    return result.refs
 
 
 def chosen_image(args: argparse.Namespace) -> tuple[str, dict[str, Any] | None]:
@@ -187,4 +190,59 @@ def cmd_size(args: argparse.Namespace) -> int:
         inventory = run_in_image(client, image, "inventory")
         raise sizegate.failure(verdict, sizegate.largest_layers(client, image), sizegate.largest_packages(inventory))
     log(verdict.line())
+    return 0
+
+
+def audit_target(args: argparse.Namespace) -> tuple[Path, Path | None]:
+    """The SBOM to audit (--sbom, else the last build's) and where its report goes (None: nowhere)."""
+    if args.sbom:
+        return args.sbom, None
+    record = records.load_build(args.output_dir, args.variant)
+    if "sbom" not in record:
+        raise UserError(f"the build of {record['image']} recorded no SBOM (made before build.py wrote them); "
+                        "build again or pass --sbom FILE")
+    path = Path(str(record["sbom"]))
+    return path, path.parent / records.AUDIT_FILE
+
+
+def load_sbom(path: Path) -> dict[str, Any]:
+    """A CycloneDX JSON SBOM from a file: one line when it is missing (exit 2) or invalid (exit 4)."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise UserError(f"--sbom {path}: cannot read it ({exc.strerror})", EXIT_INPUT) from None
+    try:
+        document: dict[str, Any] = json.loads(text)
+    except ValueError as exc:
+        raise UserError(f"{path}: not JSON ({exc})", EXIT_BUILD) from None
+    sbom.validate(text, str(path))
+    return document
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    # Input first: a malformed allowlist or SBOM stops the audit before anything is asked.
+    allowlist = vulns.load_allowlist(args.allowlist)
+    path, report_path = audit_target(args)
+    document = load_sbom(path)
+    log = logger(args)
+    log(f"==> auditing the Python packages of {path} with pip-audit ({args.service}); "
+        f"{len(allowlist)} advisories allowed by {args.allowlist}")
+    verdict = vulns.audit(document, allowlist, args.service, args.timeout)
+    result = {"sbom": str(path), "service": args.service, **vulns.to_dict(verdict)}
+    if report_path is not None:
+        records.write_json(report_path, result)
+    if args.json:
+        print(json.dumps(result, sort_keys=True), flush=True)
+    for finding, entry in verdict.allowed:
+        log(f"allowed: {finding.package} {finding.version} {finding.id}: {entry.reason}")
+    for entry in verdict.unused:
+        log(f"note: allowlist entry {entry.id} matched nothing: remove it if it no longer applies")
+    if verdict.skipped:
+        log(f"note: not audited (unknown to {args.service}): {', '.join(verdict.skipped)}")
+    if verdict.new:
+        shown = ", ".join(f"{f.package} {f.version} {f.id}" + (f" (fixed in {', '.join(f.fix_versions)})"
+                                                               if f.fix_versions else "") for f in verdict.new)
+        raise UserError(f"{len(verdict.new)} known vulnerabilities not in {args.allowlist.name}: {shown}",
+                        EXIT_VULNERABLE)
+    log(f"audit: {verdict.audited} packages, no known vulnerabilities beyond {len(verdict.allowed)} allowed")
     return 0

@@ -6,6 +6,8 @@ EXIT_ENGINE = 3  # no Docker engine answers
 EXIT_BUILD = 4  # a build step failed, or the size gate did
 EXIT_TEST = 5  # the image does not hold what its tags claim, or the test suite failed
 EXIT_PUSH = 6  # the registry refused or kept failing a push
+EXIT_VULNERABLE = 7  # audit: known vulnerabilities that the allowlist does not cover
+EXIT_NO_DATABASE = 8  # audit: no vulnerability database answers (offline, blocked)
 
 
 class UserError(Exception):

@@ -16,6 +16,9 @@ BASE_DIGEST = "org.opencontainers.image.base.digest"
 # The CAs the image trusts beyond its distro's, kept on request (--trust-ca-cert): their SHA-256
 # fingerprints, comma-separated; empty when none (--ca-cert's build-only CAs leave no trace).
 CA_TRUSTED = "io.tf29-env.ca.trusted"
+# The path in the image of its CycloneDX SBOM (set by the SBOM layer, tf29env/sbomlayer.py, not
+# by the Dockerfile: the SBOM describes the image the Dockerfile made).
+SBOM = "io.tf29-env.sbom"
 
 # label -> the Dockerfile ARG that sets it (prefixed, so that no base image ENV can shadow them).
 LABEL_ARGS = {

@@ -1,11 +1,17 @@
-"""The build output directory CI uploads: OUT/VARIANT/{build.json,tags.txt,manifest.*,push.json},
-and OUT/latest.json, the most recent build, which `test`, `push` and `size` use by default."""
+"""The build output directory CI uploads: OUT/VARIANT/{build.json,tags.txt,manifest.*,sbom.cdx.json,
+licenses.*,audit.json,push.json}, and OUT/latest.json, the most recent build, which `test`, `push`,
+`size` and `audit` use by default."""
 
 import json
 from pathlib import Path
 from typing import Any
 
 from tf29env.errors import UserError
+
+# The image's CycloneDX SBOM beside its manifest (the same document the image holds) and the
+# audit's report on it.
+SBOM_FILE = "sbom.cdx.json"
+AUDIT_FILE = "audit.json"
 
 
 def variant_dir(out: Path, variant: str) -> Path:

@@ -1,0 +1,138 @@
+"""Runs INSIDE the image (Python 3.8 or 3.9, stdlib only), never imported on the host: prints one
+JSON object listing what the SBOM describes, read from the image itself rather than from the lock
+files, so that the SBOM cannot claim a package the image does not hold or miss one it does.
+
+- the venv's Python distributions, with their license metadata (License-Expression, License,
+  the trove classifiers), from importlib.metadata;
+- every installed Debian/Ubuntu package (dpkg-query), with its architecture and source package,
+  and the OS release for the package URLs;
+- the NVIDIA libraries named on the command line (sonames), found through the loader's cache as
+  TensorFlow finds them, with their SHA-256 and, where dpkg installed them, the owning package.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import sysconfig
+from importlib import metadata
+from typing import Any
+
+# What dpkg-query prints per package; its source fields are empty when the source is the binary.
+DPKG_FORMAT = "${Package}\t${Version}\t${Architecture}\t${source:Package}\t${source:Version}\t${db:Status-Abbrev}\n"
+LDCONFIG_RE = re.compile(r"^\s*(\S+) \(([^)]*)\) => (\S+)$")
+# One License field may hold a whole license text; a name is one short line.
+SHORT_LICENSE = 100
+
+
+def os_release() -> dict[str, str]:
+    fields: dict[str, str] = {}
+    with open("/etc/os-release", encoding="utf-8") as handle:
+        for line in handle:
+            key, sep, value = line.strip().partition("=")
+            if sep:
+                fields[key] = value.strip('"')
+    return {"id": fields.get("ID", ""), "version_id": fields.get("VERSION_ID", ""),
+            "codename": fields.get("VERSION_CODENAME", "")}
+
+
+def first(meta: Any, field: str) -> str:
+    """A metadata field's first value, stripped; '' when the distribution has none."""
+    values = meta.get_all(field) or [""]
+    return str(values[0]).strip()
+
+
+def venv_distributions() -> list[dict[str, Any]]:
+    """The distributions installed in this interpreter's own prefix (the venv), one per name."""
+    paths = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    found: dict[str, dict[str, Any]] = {}
+    for dist in metadata.distributions(path=paths):
+        meta = dist.metadata
+        name = meta["Name"] or ""
+        key = re.sub(r"[-_.]+", "-", name).lower()
+        if not name or key in found:
+            continue
+        license_field = first(meta, "License")
+        found[key] = {
+            "name": name,
+            "version": dist.version,
+            "license_expression": first(meta, "License-Expression"),
+            # A long field is a license text, not a name: only its first line would be misleading.
+            "license": license_field if len(license_field) <= SHORT_LICENSE and "\n" not in license_field else "",
+            "license_text_in_metadata": len(license_field) > SHORT_LICENSE or "\n" in license_field,
+            "classifiers": sorted(c for c in meta.get_all("Classifier") or [] if c.startswith("License ::")),
+        }
+    return [found[key] for key in sorted(found)]
+
+
+def dpkg_packages() -> list[dict[str, str]]:
+    out = subprocess.run(["dpkg-query", "-W", "-f", DPKG_FORMAT], check=True, stdout=subprocess.PIPE,
+                         text=True).stdout
+    packages = []
+    for line in out.splitlines():
+        name, version, arch, source, source_version, status = [*line.split("\t"), "", "", "", "", ""][:6]
+        if not status.startswith("ii"):  # removed but not purged ("rc"): no files in the image
+            continue
+        packages.append({"name": name, "version": version, "arch": arch, "source": source or name,
+                         "source_version": source_version or version})
+    return sorted(packages, key=lambda p: (p["name"], p["arch"]))
+
+
+def loader_cache() -> dict[str, str]:
+    """soname -> path for the 64-bit libraries in ld.so's cache."""
+    out = subprocess.run(["ldconfig", "-p"], check=True, stdout=subprocess.PIPE, text=True).stdout
+    found: dict[str, str] = {}
+    for line in out.splitlines():
+        match = LDCONFIG_RE.match(line)
+        if match and "x86-64" in match.group(2):
+            found.setdefault(match.group(1), match.group(3))
+    return found
+
+
+def dpkg_owner(path: str) -> str:
+    """The package that installed path (package:arch or package), or ''."""
+    for candidate in (path, os.path.realpath(path)):
+        proc = subprocess.run(["dpkg-query", "-S", candidate], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              text=True, check=False)
+        if proc.returncode == 0 and proc.stdout:
+            # "libcudnn8:amd64: /usr/lib/..." (the first line; several packages are comma-separated)
+            return proc.stdout.splitlines()[0].split(": ", 1)[0].split(",")[0].split(":")[0].strip()
+    return ""
+
+
+def sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def libraries(sonames: list[str]) -> list[dict[str, str]]:
+    cache = loader_cache()
+    found = []
+    for soname in sonames:
+        path = cache.get(soname)
+        if not path:
+            continue
+        real = os.path.realpath(path)
+        found.append({"soname": soname, "path": path, "real_path": real, "sha256": sha256(real),
+                      "dpkg_owner": dpkg_owner(path)})
+    return found
+
+
+def main() -> None:
+    print(json.dumps({
+        "os": os_release(),
+        "python": venv_distributions(),
+        "dpkg": dpkg_packages(),
+        "libraries": libraries(sys.argv[1:]),
+    }, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
