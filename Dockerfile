@@ -196,6 +196,22 @@ HEALTHCHECK --interval=5s --timeout=3s --start-period=60s --retries=3 \
 
 ENTRYPOINT ["/usr/bin/tini", "--", "/opt/tf29-env/entrypoint.sh"]
 
+# Dev Containers (VS Code's "Reopen in Container", the devcontainer CLI, Codespaces-style tools):
+# with this label `{"image": "..."}` alone is a complete dev container (docs/devcontainer.md). The
+# tools' idle command runs in the entrypoint's place (their default, overrideCommand): they match
+# jovyan's uid to the host user's in an image of their own, which the entrypoint's NB_UID fitting
+# would undo, and the editor runs kernels itself; postStartCommand shows the self-check's banner.
+# Its values come from this file's ARG and ENV; build.py refuses an image whose label is not JSON.
+LABEL devcontainer.metadata="[{\
+\"remoteUser\": \"${NB_USER}\", \
+\"hostRequirements\": {\"gpu\": \"optional\"}, \
+\"forwardPorts\": [${JUPYTER_PORT}], \
+\"portsAttributes\": {\"${JUPYTER_PORT}\": {\"label\": \"JupyterLab\", \"onAutoForward\": \"notify\"}}, \
+\"postStartCommand\": \"selfcheck\", \
+\"customizations\": {\"vscode\": {\
+\"extensions\": [\"ms-python.python\", \"ms-toolsai.jupyter\"], \
+\"settings\": {\"python.defaultInterpreterPath\": \"${VIRTUAL_ENV}/bin/python\"}}}}]"
+
 # Labels last: their values change with every commit and must not invalidate any layer above.
 # build.py fills them from the built image itself (a first pass, probed, then this block again);
 # the LABEL_ prefix keeps base images' ENV (CUDA_VERSION and the like) from shadowing the ARGs.

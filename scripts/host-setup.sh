@@ -46,6 +46,14 @@ fi
 # Debian's docker-registry package starts a registry on :5000 as a service; the tests start
 # their own on a free loopback port, so a service that packaging started is not needed.
 
+# Node.js 20 or newer with npm: the team hub's configurable-http-proxy and the Dev Containers CLI
+# (tests/devcontainer) come from the npm registry, pinned by their package-lock.json files, and
+# the CLI needs Node 20. Debian 12 packages Node 18, so an older one is named, not replaced.
+node_major=$(node --version 2>/dev/null | sed -E 's/^v([0-9]+).*/\1/') || true
+if [[ ! ${node_major} =~ ^[0-9]+$ ]] || ((node_major < 20)) || ! command -v npm >/dev/null; then
+  die "Node.js 20 or newer with npm is needed (found: $(node --version 2>/dev/null || echo none)): install it from nodejs.org or Debian 13's nodejs and npm packages"
+fi
+
 # --- Docker CLI plugins: `docker compose` (v2) and `docker buildx` (BuildKit)
 # Debian 12 has neither; Debian 13 (trixie) packages both as static binaries that run on
 # Debian 12 (they need glibc >= 2.34). They are fetched with apt itself, through a private

@@ -5,7 +5,7 @@ its Python packages' requirements are met (`pip check`)."""
 
 from docker import DockerClient
 
-from tf29env import engine, labels, tags
+from tf29env import devcontainer, engine, labels, tags
 from tf29env.errors import EXIT_TEST, UserError
 from tf29env.facts import probe
 from tf29env.log import Log
@@ -17,6 +17,7 @@ def verify(client: DockerClient, image: str, log: Log) -> list[str]:
     facts = probe(client, image)
     image_labels = labels.of_image(attrs)
     problems = labels.facts_problems(facts, image_labels)
+    problems.extend(devcontainer.metadata_problems(attrs))
     status, output = engine.run_command(client, image, [engine.IMAGE_PYTHON, "-m", "pip", "check"])
     if status != 0:
         problems.append(f"pip check: {' | '.join(output.strip().splitlines()[-3:])}")
