@@ -29,8 +29,10 @@ hub-venv: $(HUB_VENV)/.done ## make the hub's virtualenv (hub/.venv, from hub/re
 
 hub-proxy: $(HUB_DIR)/node_modules/.done ## install the hub's proxy (configurable-http-proxy, from hub/package-lock.json)
 
-hub: hub-venv hub-proxy ## start the team hub in the background and print its URL (HUB_ADDRESS, HUB_PORT, HUB_IMAGE: docs/hub.md)
-	$(HUB_CTL) up
+# Without HUB_IMAGE, `make hub` builds the image first, as `make run` does, and serves that one
+# (the Makefile's IMAGE); with it, the named image is served as it is.
+hub: hub-venv hub-proxy $(if $(HUB_IMAGE),,build) ## build the image (unless HUB_IMAGE names one), start the team hub in the background, print its URL (docs/hub.md)
+	$(if $(HUB_IMAGE),,HUB_IMAGE='$(IMAGE)') $(HUB_CTL) up
 
 hub-down: ## stop the team hub (users' servers keep running; the hub finds them again at its next start)
 	@if [ -x $(HUB_VENV)/bin/python ]; then $(HUB_CTL) down; else echo "tf29-hub: not installed, nothing to stop"; fi

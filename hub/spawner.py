@@ -44,6 +44,9 @@ class TeamSpawner(DockerSpawner):  # type: ignore[misc]
         stored = self._keys_path().is_file()
         hint = ("Your SSH key is on file: leave this empty to keep it, or paste new keys to replace it."
                 if stored else "Paste your SSH public key (the one line of ~/.ssh/id_ed25519.pub) for SSH access.")
+        port = sshaccess.recorded_port(hub_settings.ssh_ports_file(self.team.state_dir), self.user.name)
+        if stored and port is not None:
+            hint += f" Your server's SSH port is {port}: ssh -p {port} jovyan@<this host>."
         return (
             "<h4>Server</h4>" + "".join(radios)
             + f"<h4>SSH</h4><p>{html.escape(hint)}</p>"

@@ -67,16 +67,25 @@ def _free(address: str, port: int) -> bool:
     return True
 
 
+def _table(ports_file: Path) -> dict[str, int]:
+    with contextlib.suppress(FileNotFoundError):
+        loaded = json.loads(ports_file.read_text())
+        if isinstance(loaded, dict):
+            return {str(name): int(port) for name, port in loaded.items()}
+    return {}
+
+
+def recorded_port(ports_file: Path, user: str) -> int | None:
+    """USER's SSH port if they have one (nothing is allocated)."""
+    return _table(ports_file).get(user)
+
+
 def assigned_port(ports_file: Path, user: str, ports: range, address: str) -> int:
     """USER's SSH port: the one recorded for them, else the lowest port of PORTS that no other
     user holds and nothing on this host listens on, recorded at once (mode 600). A user keeps the
     port across stops, restarts of the hub and changes of the range, so known_hosts entries and
     ~/.ssh/config lines stay right; an admin frees one by deleting its line."""
-    table: dict[str, int] = {}
-    with contextlib.suppress(FileNotFoundError):
-        loaded = json.loads(ports_file.read_text())
-        if isinstance(loaded, dict):
-            table = {str(name): int(port) for name, port in loaded.items()}
+    table = _table(ports_file)
     if user in table:
         return table[user]
     taken = set(table.values())

@@ -141,6 +141,8 @@ def test_work_survives_stop_and_start(team: Team, keypair: KeyPair) -> None:
                          json={"type": "file", "format": "text", "content": "still here"})
     assert saved.status_code in (200, 201), saved.text
     hub.stop(ann)
+    form = ann.session.get(f"{hub.url}/hub/spawn", timeout=30).text
+    assert f"Your server's SSH port is {port_before}" in form and "Your SSH key is on file" in form
     hub.start(ann)  # no options: the CPU profile and the key on file
     hub.wait_ready(ann)
     read = hub.server_get(ann, "ann", "api/contents/work/kept.txt")
