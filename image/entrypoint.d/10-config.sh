@@ -100,16 +100,16 @@ check_gid() {
 # services on one port, or JupyterLab (never root) on a port that only root may listen on.
 # check_listening SSH_STARTS: 1 when sshd will be started.
 check_listening() {
-  local port_name=JUPYTER_PORT
-  [[ ${cfg_mode} != hub ]] || port_name="JUPYTERHUB_SERVICE_URL's port"
+  local port_name=JUPYTER_PORT server=JupyterLab
+  [[ ${cfg_mode} != hub ]] || port_name="JUPYTERHUB_SERVICE_URL's port" server="JupyterHub's single-user server"
   if ((cfg_jupyter && $1 && 10#${cfg_jupyter_port} == 10#${SSH_PORT})); then
-    die "${port_name}=${cfg_jupyter_port} and SSH_PORT=${SSH_PORT}: Jupyter and sshd cannot listen on the same port; change one of them"
+    die "${port_name}=${cfg_jupyter_port} and SSH_PORT=${SSH_PORT}: ${server} and sshd cannot listen on the same port; change one of them"
   fi
   local floor
   # Docker lets everyone listen on any port (0); --network host and other runtimes keep 1024.
   if ((cfg_jupyter)) && read -r floor 2>/dev/null </proc/sys/net/ipv4/ip_unprivileged_port_start &&
     ((10#${cfg_jupyter_port} < floor)); then
-    die "${port_name}=${cfg_jupyter_port}: Jupyter runs as ${NB_USER}, never root, and here only root may listen below port ${floor} (net.ipv4.ip_unprivileged_port_start); use ${floor} or above and publish it as any port (-p 80:8888)"
+    die "${port_name}=${cfg_jupyter_port}: ${server} runs as ${NB_USER}, never root, and here only root may listen below port ${floor} (net.ipv4.ip_unprivileged_port_start); use ${floor} or above and publish it as any port (-p 80:8888)"
   fi
 }
 
