@@ -17,6 +17,7 @@ source 15-privileges.sh
 source 20-user.sh
 source 25-mounts.sh
 source 30-hooks.sh
+source 35-listen.sh
 source 40-ssh.sh
 source 50-jupyter.sh
 source 60-selfcheck.sh

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # 50-jupyter: the Jupyter server as the dev user (never root), in one of two forms (05-mode):
-# JupyterLab on 0.0.0.0:JUPYTER_PORT under JUPYTER_BASE_URL with the auth 10-config settled on, or,
+# JupyterLab on JUPYTER_PORT (IPv4, and IPv6 where the container has it: 35-listen) under JUPYTER_BASE_URL with the auth 10-config settled on, or,
 # in the hub mode, jupyterhub-singleuser, which takes its port, prefix and login from the hub (12-hub).
 # Extra args (start-notebook.sh ARGS, jupyterhub-singleuser ARGS) come last, so they win.
 
@@ -62,7 +62,7 @@ hub_server_args() {
 lab_server_args() {
   args=(
     jupyter lab
-    --ServerApp.ip=0.0.0.0
+    "--ServerApp.ip=$(jupyter_listen_ip)"
     "--ServerApp.port=${cfg_jupyter_port}"
     --ServerApp.port_retries=0
     --ServerApp.open_browser=False
@@ -83,7 +83,7 @@ lab_server_args() {
     fi
   fi
   # Only requests whose Host header names an allowed host or a loopback address (the healthcheck's)
-  # are served: Jupyter's own DNS-rebinding check, which it switches off when listening on 0.0.0.0.
+  # are served: Jupyter's own DNS-rebinding check, which it switches off when listening on every address.
   if ((${#cfg_allowed_hosts[@]} > 0)); then
     local host
     args+=(--ServerApp.allow_remote_access=False --ServerApp.local_hostnames=localhost)

@@ -48,6 +48,21 @@ _HEALTHCHECK_LINE = re.compile(r"^200 GET \S*/api \(\S*@127\.0\.0\.1\)")
 logging.getLogger("tornado.access").addFilter(_QuietHealthchecks())
 
 
+class _QuietDualStack(logging.Filter):
+    """The entrypoint listens on IPv4 and IPv6 where the container has IPv6 by setting ServerApp.ip
+    to "" (every address: 0.0.0.0 and ::), and for "" alone Jupyter warns, at every start, that it
+    listens on all addresses without encryption; for 0.0.0.0, the same exposure on IPv4, it says
+    nothing. So that the IPv6 case starts as quietly as the IPv4 one, that warning goes; auth is on
+    regardless, and the warning about no authentication stays."""
+
+    def filter(self, record):
+        return not record.getMessage().startswith(_ALL_ADDRESSES_NO_TLS)
+
+
+_ALL_ADDRESSES_NO_TLS = "WARNING: The Jupyter server is listening on all IP addresses and not using encryption"
+logging.getLogger("ServerApp").addFilter(_QuietDualStack())
+
+
 def _umask():
     """The process's umask, read without changing it (os.umask would, for every thread)."""
     try:
