@@ -3,6 +3,7 @@ image under test, each reachable by its owner only (API token and the browser's 
 healthy, with SSH by the owner's key on the owner's port, ~/work kept across a stop and start,
 and the hub's state kept across its own restart."""
 
+import html
 from dataclasses import dataclass
 
 import paramiko
@@ -141,7 +142,7 @@ def test_work_survives_stop_and_start(team: Team, keypair: KeyPair) -> None:
                          json={"type": "file", "format": "text", "content": "still here"})
     assert saved.status_code in (200, 201), saved.text
     hub.stop(ann)
-    form = ann.session.get(f"{hub.url}/hub/spawn", timeout=30).text
+    form = html.unescape(ann.session.get(f"{hub.url}/hub/spawn", timeout=30).text)
     assert f"Your server's SSH port is {port_before}" in form and "Your SSH key is on file" in form
     hub.start(ann)  # no options: the CPU profile and the key on file
     hub.wait_ready(ann)
