@@ -16,7 +16,7 @@ from typing import List, NoReturn, Optional
 
 from selfcheck import __version__, report, runner
 from selfcheck.checks import BY_NUMBER, LAYERS
-from selfcheck.checks.common import device_nodes, variant
+from selfcheck.checks.common import cpu_only, device_nodes
 from selfcheck.model import FAIL, SKIP, Check, LayerResult
 
 MODES = ("warn", "strict")
@@ -120,8 +120,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     results.sort(key=lambda r: r.layer)
     visible = gpu_visible(results)
     failed = any(r.status == FAIL for r in results)
-    # No GPU fails strict mode, except in the cpu variant, which is meant to run without one.
-    gpu_expected = variant() != "cpu"
+    # No GPU fails strict mode, except where none is meant to be: the cpu variant, or a container
+    # started without GPUs on purpose (NVIDIA_VISIBLE_DEVICES=void, a hub's CPU profile).
+    gpu_expected = cpu_only() is None
     code = 1 if args.mode == "strict" and (failed or (gpu_expected and not visible)) else 0
     document = report.build(results, args.mode, started, time.monotonic() - clock, args.time_limit, visible, code)
     path = report_path(args)

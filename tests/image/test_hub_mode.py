@@ -148,3 +148,19 @@ def test_bad_hub_settings(tracked: TrackedContainer, command: list[str] | None, 
     assert logs.strip().splitlines() == [logs.strip()], logs  # one line
     assert message in logs
     assert "x" * 32 not in logs and "y" * 32 not in logs
+
+
+def test_cpu_profile_sees_no_gpu_and_says_so(tracked: TrackedContainer, variant: str) -> None:
+    """A hub's CPU profile on a GPU node sets NVIDIA_VISIBLE_DEVICES=void (the image's default, all,
+    would show the container every GPU of the node): the self-check takes that as meant, not as a
+    broken GPU start, and strict mode passes. (Without a GPU here, the Toolkit's part is not run.)"""
+    container = tracked.run(command=["selfcheck", "--mode", "strict", "--json", "--layers", "1,2,5,6"],
+                            environment={"NVIDIA_VISIBLE_DEVICES": "void"}, publish=())
+    assert tracked.wait_exit(container, timeout=120) == 0, tracked.logs(container)[-2000:]
+    report = json.loads(container.logs(stderr=False).decode())
+    checks = {check["id"]: check for layer in report["layers"] for check in layer["checks"]}
+    suffix = "cpu_variant" if variant == "cpu" else "cpu_only"
+    for check_id in (f"driver.{suffix}", f"lib.{suffix}", f"perf.{suffix}", "env.nvidia_runtime"):
+        assert checks[check_id]["status"] == "SKIP", checks[check_id]
+    if variant == "gpu":
+        assert "NVIDIA_VISIBLE_DEVICES=void starts this container without GPUs" in checks["driver.cpu_only"]["what"]

@@ -13,6 +13,9 @@ NO_DRIVER_FIX = ("start the container with --gpus all (Compose: a 'driver: nvidi
 LOCK_FILE = "/opt/tf29-env/requirements.lock"
 CPU_VARIANT = ("the cpu variant of this image (tensorflow-cpu) does not use GPUs: nothing to check here; "
                "use the gpu variant on a GPU host")
+# NVIDIA_VISIBLE_DEVICES values with which the NVIDIA Container Toolkit gives the container no GPU: a
+# start without GPUs on purpose (a hub's CPU-only profile on a GPU node), not a broken one.
+NO_GPU_REQUESTED = ("void", "none", "")
 
 
 def variant(lock_file: str = LOCK_FILE) -> Optional[str]:
@@ -26,6 +29,19 @@ def variant(lock_file: str = LOCK_FILE) -> Optional[str]:
     if any(line.startswith("tensorflow-cpu==") for line in lines):
         return "cpu"
     return "gpu" if any(line.startswith("tensorflow==") for line in lines) else None
+
+
+def cpu_only() -> Optional[Tuple[str, str]]:
+    """Why this container is not meant to have a GPU, as (the suffix of the SKIP check's id, its
+    message): the cpu variant, or NVIDIA_VISIBLE_DEVICES asking for none. None: it is meant to."""
+    if variant() == "cpu":
+        return "cpu_variant", CPU_VARIANT
+    visible = os.environ.get("NVIDIA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip().lower() in NO_GPU_REQUESTED:
+        return "cpu_only", (f"NVIDIA_VISIBLE_DEVICES={visible or '(empty)'} starts this container without GPUs on "
+                            "purpose (a CPU-only start, e.g. a hub's CPU profile): nothing to check here; for GPUs, "
+                            "start it with NVIDIA_VISIBLE_DEVICES=all (the image's default) and --gpus")
+    return None
 
 
 def device_nodes() -> List[str]:

@@ -10,7 +10,7 @@ import subprocess
 from typing import List, Optional, Tuple
 
 from selfcheck import cudalib, decide
-from selfcheck.checks.common import CPU_VARIANT, NO_DRIVER_FIX, declared_cuda, device_nodes, variant
+from selfcheck.checks.common import NO_DRIVER_FIX, cpu_only, declared_cuda, device_nodes
 from selfcheck.model import FAIL, PASS, SKIP, WARN, Check
 
 LAYER, NAME, TITLE, NEEDS_TF = 1, "driver", "NVIDIA driver", False
@@ -27,8 +27,9 @@ CUINIT_FIXES = {
 
 
 def run() -> List[Check]:
-    if variant() == "cpu":
-        return [Check("driver.cpu_variant", SKIP, CPU_VARIANT)]
+    found = cpu_only()
+    if found:
+        return [Check(f"driver.{found[0]}", SKIP, found[1])]
     nodes = device_nodes()
     lib, where = cudalib.load("libcuda.so.1")
     if not nodes and lib is None:

@@ -8,7 +8,7 @@ import ctypes
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from selfcheck import cudalib
-from selfcheck.checks.common import CPU_VARIANT, declared_cuda, variant
+from selfcheck.checks.common import cpu_only, declared_cuda
 from selfcheck.model import FAIL, PASS, SKIP, Check
 
 LAYER, NAME, TITLE, NEEDS_TF = 2, "cuda_libs", "CUDA libraries", False
@@ -64,8 +64,9 @@ LIBRARIES = [
 
 
 def run() -> List[Check]:
-    if variant() == "cpu":
-        return [Check("lib.cpu_variant", SKIP, CPU_VARIANT)]
+    found = cpu_only()
+    if found:
+        return [Check(f"lib.{found[0]}", SKIP, found[1])]
     checks = [library(*entry) for entry in LIBRARIES]
     checks.append(cudnn_sublibraries())
     return checks

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from selfcheck.checks import tfsupport
-from selfcheck.checks.common import CPU_VARIANT, NO_DRIVER_FIX, device_nodes, variant
+from selfcheck.checks.common import NO_DRIVER_FIX, cpu_only, device_nodes, variant
 from selfcheck.model import FAIL, PASS, SKIP, WARN, Check
 
 LAYER, NAME, TITLE, NEEDS_TF = 3, "tensorflow", "TensorFlow", True
@@ -17,8 +17,9 @@ def run() -> List[Check]:
     info = dict(tf.sysconfig.get_build_info())
     cpu_variant = variant() == "cpu"
     checks = [version(tf.__version__), build(info, cpu_variant)]
-    if cpu_variant:
-        checks.append(Check("tf.gpus", SKIP, CPU_VARIANT))
+    found = cpu_only()
+    if found:
+        checks.append(Check("tf.gpus", SKIP, found[1]))
         return checks
     gpus = tfsupport.gpus()
     if not gpus:

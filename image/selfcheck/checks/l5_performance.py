@@ -10,7 +10,7 @@ from typing import Any, List, Optional, Tuple
 
 from selfcheck import decide
 from selfcheck.checks import tfsupport
-from selfcheck.checks.common import CPU_VARIANT, variant
+from selfcheck.checks.common import cpu_only
 from selfcheck.model import SKIP, Check
 
 LAYER, NAME, TITLE, NEEDS_TF = 5, "performance", "FP32 vs FP16 performance", True
@@ -20,8 +20,9 @@ SAMPLE_SECONDS = 0.15
 
 
 def run() -> List[Check]:
-    if variant() == "cpu":
-        return [Check("perf.cpu_variant", SKIP, CPU_VARIANT)]
+    found = cpu_only()
+    if found:
+        return [Check(f"perf.{found[0]}", SKIP, found[1])]
     tf = tfsupport.tf()
     gpus = tfsupport.gpus()
     if not gpus:

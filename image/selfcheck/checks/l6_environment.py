@@ -8,7 +8,7 @@ import resource
 from typing import List
 
 from selfcheck import decide
-from selfcheck.checks.common import CPU_VARIANT, NO_DRIVER_FIX, device_nodes, variant
+from selfcheck.checks.common import NO_DRIVER_FIX, cpu_only, device_nodes
 from selfcheck.model import PASS, SKIP, WARN, Check
 
 LAYER, NAME, TITLE, NEEDS_TF = 6, "environment", "Container environment", False
@@ -27,14 +27,14 @@ def runtime_applied() -> Check:
     nodes = device_nodes()
     data = {"NVIDIA_VISIBLE_DEVICES": visible, "device_nodes": nodes,
             "proc_driver": os.path.isdir("/proc/driver/nvidia")}
-    if variant() == "cpu":
-        return Check("env.nvidia_runtime", SKIP, CPU_VARIANT, None, data)
+    found = cpu_only()
+    if found:
+        return Check("env.nvidia_runtime", SKIP, found[1], None, data)
     if nodes:
         return Check("env.nvidia_runtime", PASS, f"NVIDIA runtime applied: {len(nodes)} device node(s)", None, data)
-    if visible in (None, "", "void", "none"):
-        return Check("env.nvidia_runtime", WARN, f"NVIDIA_VISIBLE_DEVICES={visible or 'unset'} asks for no GPU: no "
-                     "driver in the container", "set NVIDIA_VISIBLE_DEVICES=all (the image's default) and "
-                     + NO_DRIVER_FIX, data)
+    if visible is None:
+        return Check("env.nvidia_runtime", WARN, "NVIDIA_VISIBLE_DEVICES is unset: no driver in the container",
+                     "set NVIDIA_VISIBLE_DEVICES=all (the image's default) and " + NO_DRIVER_FIX, data)
     return Check("env.nvidia_runtime", WARN, f"NVIDIA_VISIBLE_DEVICES={visible} but the NVIDIA runtime did not act: "
                  "no driver in the container (no /dev/nvidia*)", NO_DRIVER_FIX, data)
 
