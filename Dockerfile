@@ -179,9 +179,14 @@ COPY image/ /opt/tf29-env/
 # so that editing either rebuilds this layer only. The folders are the venv's: group-writable.
 # jupyter/jupyter_server_config.py is the venv's server config (a user's ~/.jupyter one wins): it
 # keeps the token out of kernels and terminals, and saves by rename (a full disk breaks no file).
+# docker-stacks' start commands (start-notebook.*, start-singleuser.*, start.sh) are files for what
+# names their path (dockerstacks/start_command.py), and its hook folders are there (30-hooks).
 RUN ln -s /opt/tf29-env/entrypoint.sh /usr/local/bin/entrypoint.sh \
  && ln -s /opt/tf29-env/bin/selfcheck /usr/local/bin/selfcheck \
  && ln -s /opt/tf29-env/bin/healthcheck /usr/local/bin/healthcheck \
+ && for name in start-notebook.sh start-notebook.py start-singleuser.sh start-singleuser.py start.sh; do \
+      ln -s /opt/tf29-env/dockerstacks/start_command.py "/usr/local/bin/${name}"; \
+    done \
  && ln -s /opt/tf29-env/ssh/profile.sh /etc/profile.d/tf29-env.sh \
  && install -d -m 2775 -g "${NB_GID}" \
       "${VIRTUAL_ENV}/share/jupyter/lab/settings" "${VIRTUAL_ENV}/share/jupyter/lab/settings/overrides.d" \
@@ -189,7 +194,8 @@ RUN ln -s /opt/tf29-env/entrypoint.sh /usr/local/bin/entrypoint.sh \
  && ln -sf /opt/tf29-env/jupyter/kernel.json "${VIRTUAL_ENV}/share/jupyter/kernels/python3/kernel.json" \
  && ln -s /opt/tf29-env/jupyter/jupyter_server_config.py "${VIRTUAL_ENV}/etc/jupyter/jupyter_server_config.py" \
  && install -d -m 1777 /run/tf29-env \
- && install -d -m 755 /etc/tf29-env/start.d /etc/ssh/host-keys
+ && install -d -m 755 /etc/tf29-env/start.d /usr/local/bin/start-notebook.d /usr/local/bin/before-notebook.d \
+      /etc/ssh/host-keys
 
 HEALTHCHECK --interval=5s --timeout=3s --start-period=60s --retries=3 \
   CMD ["/usr/bin/python3", "-I", "/opt/tf29-env/healthchecks/healthcheck.py"]

@@ -6,8 +6,10 @@ auth kept throughout."""
 from docker.models.containers import Container
 
 from testkit.containers import TrackedContainer
+from testkit.jupyter import api_status
 from testkit.ssh import KeyPair
 
+TOKEN = "tok-5d0e3b8c1a7f4e92"
 QUIET = {"SELF_CHECK": "off"}  # spare the 2-core host TensorFlow's import where it is not tested
 IPV6_ON = {"net.ipv6.conf.all.disable_ipv6": "0"}
 IPV6_OFF = {"net.ipv6.conf.all.disable_ipv6": "1"}
@@ -63,3 +65,21 @@ def test_without_ipv6_they_listen_on_ipv4_alone_and_quietly(tracked: TrackedCont
     assert not {8888, 22} & tcp6_listeners(tracked, container)
     logs = tracked.logs(container)
     assert "WARNING" not in logs and "Cannot assign" not in logs, logs
+
+
+def test_start_notebook_py_as_the_entrypoint_runs_the_services_under_tini(tracked: TrackedContainer) -> None:
+    container = tracked.run(entrypoint=["/usr/local/bin/start-notebook.py"], command=["--ServerApp.base_url=/x/"],
+                            environment={**QUIET, "JUPYTER_TOKEN": TOKEN}, publish=(8888,))
+    tracked.wait_healthy(container)
+    port = tracked.port(container, 8888)
+    assert api_status(port, TOKEN, "/x/") == 200 and api_status(port, None, "/x/") == 403
+    code, pid1 = tracked.exec(container, ["cat", "/proc/1/cmdline"])
+    assert code == 0 and pid1.split("\0")[:4] == ["/usr/bin/tini", "--", "/opt/tf29-env/entrypoint.sh",
+                                                  "start-notebook.py"], pid1
+    # Beside the running services: start.sh runs a command once as the dev user, through the entrypoint
+    # (docker exec runs as root); a second start of the services is refused in one line.
+    code, out = tracked.exec(container, ["start.sh", "id", "-un"])
+    assert (code, out.splitlines()[-1]) == (0, "jovyan"), out
+    code, out = tracked.exec(container, ["/usr/local/bin/start-singleuser.sh"])
+    assert code == 2 and out.startswith("tf29-env: ERROR: start-singleuser.sh: this container's services already run")
+    assert api_status(port, TOKEN, "/x/") == 200
