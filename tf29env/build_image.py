@@ -16,7 +16,7 @@ from pathlib import Path
 import docker.errors
 from docker import DockerClient
 
-from tf29env import context, engine, imagebuild, labels, sbomlayer, standin, tags
+from tf29env import context, devcontainer, engine, imagebuild, labels, sbomlayer, standin, tags
 from tf29env.config import NetworkInputs
 from tf29env.errors import EXIT_BUILD, UserError
 from tf29env.facts import ImageFacts, probe
@@ -155,6 +155,8 @@ def build(client: DockerClient, request: BuildRequest, log: Log) -> BuildResult:
         # named as a source too: otherwise the second pass would rebuild every layer.
         final = run({**buildargs, **labels.buildargs(labels.expected(facts, meta, version))}, False, False,
                     [*request.cache_from, first] if request.cache_from else [])
+    # A broken dev container label would fail only in a user's editor, later: refuse the build now.
+    devcontainer.check(engine.inspect(client, final), final)
     image = request.tag or f"{request.repository}:{version}"
     refs = [f"{request.repository}:{tag}" for tag in tags.compute(facts, revision=meta.revision, created=created)]
     refs = refs if image in refs else [*refs, image]
