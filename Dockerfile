@@ -126,6 +126,26 @@ RUN case "${VARIANT}" in \
  && find "${VIRTUAL_ENV}" -type d -exec chmod g+s {} + \
  && rm -rf /root/.cache /tmp/*
 
+# System packages for docker-stacks' user options (entrypoint.d/16-24), in a step of their own after
+# the Python stack so that adding them keeps its layer cached; the CAs as in the first step (the
+# mirror, if any, is in sources.list already):
+#   libnss-wrapper   a passwd entry for an arbitrary uid (--user 12345) without writing /etc (20-user)
+#   sudo             GRANT_SUDO=yes (22-sudo); without it, nobody is granted anything
+# hadolint ignore=DL3008
+RUN if [[ "${FTP_PROXY:-}" == *"-----BEGIN CERTIFICATE-----"* ]]; then \
+      { cat /etc/ssl/certs/ca-certificates.crt 2>/dev/null || true; printf '%s\n' "${FTP_PROXY}"; } \
+        > /tmp/build-ca.pem \
+      && echo 'Acquire::https::CaInfo "/tmp/build-ca.pem";' > /etc/apt/apt.conf.d/00tf29-env-build-ca; \
+    fi \
+ && unset FTP_PROXY ftp_proxy \
+ && apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libnss-wrapper sudo \
+ && rm -f /tmp/build-ca.pem /etc/apt/apt.conf.d/00tf29-env-build-ca \
+ && apt-get clean \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/debconf/*-old /var/log/apt /var/log/dpkg.log
+# The dev user's name as built: NB_USER is the user's to override (-e NB_USER=alice renames it).
+ENV TFENV_IMAGE_USER=${NB_USER}
+
 # Runtime settings. TF_FORCE_GPU_ALLOW_GROWTH lets several notebooks share a GPU instead of the
 # first one taking all its memory. TF 2.9 ships SASS only up to sm_75 plus compute_80 PTX, so
 # Ampere and Hopper GPUs JIT-compile kernels on first use: the CUDA cache's default 256 MiB is too

@@ -20,6 +20,8 @@ source 30-hooks.sh
 source 35-listen.sh
 source 40-ssh.sh
 source 50-jupyter.sh
+source 52-serveropts.sh
+source 55-cert.sh
 source 60-selfcheck.sh
 source 90-supervise.sh
 cd /
@@ -32,6 +34,7 @@ main() {
   fit_user                          # 20
   check_mounts                      # 25: what is mounted under the home folder is writable
   run_start_hooks                   # 30: ours, then docker-stacks' start-notebook.d, before-notebook.d
+  apply_server_options              # 52: JUPYTER_ENV_VARS_TO_UNSET; GEN_CERT's certificate (55)
   if [[ ${cfg_mode} == command ]]; then
     exec_command "${cfg_command[@]}"
   fi

@@ -15,6 +15,7 @@ readonly SETTING_LIMITS=(
   SSH_AUTHORIZED_KEYS:65536 SSH_AUTHORIZED_KEYS_FILE:1024 SSH_HOST_KEY_DIR:1024
   JUPYTER_RUNTIME_DIR:1024 TFENV_RUN_DIR:1024
   JUPYTERHUB_SERVICE_URL:2048 JUPYTERHUB_SERVICE_PREFIX:1024
+  DOCKER_STACKS_JUPYTER_CMD:16 NOTEBOOK_ARGS:4096 JUPYTER_ENV_VARS_TO_UNSET:4096 GEN_CERT:16
 )
 # The largest file each *_FILE variable may name, in bytes: checked before it is read, so that a
 # wrong file (a log, an archive) is refused instead of read into memory and into the environment.
@@ -57,6 +58,7 @@ load_config() {
   check_port SSH_PORT
   cfg_host_key_dir=${SSH_HOST_KEY_DIR:-/etc/ssh/host-keys}
   [[ ${cfg_host_key_dir} == /* ]] || die "SSH_HOST_KEY_DIR='${cfg_host_key_dir}' must be an absolute path"
+  load_server_options # 52: DOCKER_STACKS_JUPYTER_CMD, NOTEBOOK_ARGS (extra server args), ...
   check_server_args
 
   if [[ ${cfg_mode} == hub ]]; then

@@ -29,8 +29,11 @@ start_jupyter() {
   ) &
   children[$!]=jupyter
   if ((cfg_token_generated)); then
+    local scheme=http page=lab
+    ((!cfg_gen_cert)) || scheme=https
+    case ${cfg_jupyter_app} in server) page="" ;; notebook) page=tree ;; esac # its default page
     log "JupyterLab token (generated; set JUPYTER_TOKEN or JUPYTER_TOKEN_FILE to choose one):" \
-      "http://127.0.0.1:${cfg_jupyter_port}${cfg_base_url}lab?token=${cfg_token}"
+      "${scheme}://127.0.0.1:${cfg_jupyter_port}${cfg_base_url}${page}?token=${cfg_token}"
   fi
 }
 
@@ -61,7 +64,7 @@ hub_server_args() {
 
 lab_server_args() {
   args=(
-    jupyter lab
+    jupyter "${cfg_jupyter_app}" # 52: DOCKER_STACKS_JUPYTER_CMD
     "--ServerApp.ip=$(jupyter_listen_ip)"
     "--ServerApp.port=${cfg_jupyter_port}"
     --ServerApp.port_retries=0
@@ -69,6 +72,7 @@ lab_server_args() {
     "--ServerApp.root_dir=${NB_HOME}"
     "--ServerApp.base_url=${cfg_base_url}"
   )
+  ((!cfg_gen_cert)) || args+=("--ServerApp.certfile=${CERT_FILE}" "--ServerApp.keyfile=${CERT_KEY_FILE}") # 55
   if ((cfg_no_auth)); then
     warn "JUPYTER_INSECURE_NO_AUTH=1: JupyterLab accepts anyone who reaches port ${cfg_jupyter_port} as ${cfg_allowed_hosts[*]}, localhost or a loopback address, with no token or password"
     args+=(--IdentityProvider.token= --PasswordIdentityProvider.hashed_password=)

@@ -3,6 +3,10 @@ and IPv6 when the container has it), docker-stacks' start commands as files, and
 (DOCKER_STACKS_JUPYTER_CMD, NOTEBOOK_ARGS, JUPYTER_ENV_VARS_TO_UNSET, GEN_CERT), with the image's
 auth kept throughout."""
 
+from pathlib import Path
+
+import pytest
+import requests
 from docker.models.containers import Container
 
 from testkit.containers import TrackedContainer
@@ -83,3 +87,90 @@ def test_start_notebook_py_as_the_entrypoint_runs_the_services_under_tini(tracke
     code, out = tracked.exec(container, ["/usr/local/bin/start-singleuser.sh"])
     assert code == 2 and out.startswith("tf29-env: ERROR: start-singleuser.sh: this container's services already run")
     assert api_status(port, TOKEN, "/x/") == 200
+
+
+def process_environment(tracked: TrackedContainer, container: Container,
+                        pattern: str) -> tuple[list[str], dict[str, str]]:
+    """(argv, environment) of the oldest process whose command line matches PATTERN (read as the dev user:
+    root without CAP_SYS_PTRACE may not read another uid's environ)."""
+    code, pid = tracked.exec(container, ["pgrep", "-o", "-f", pattern])
+    assert code == 0, pid
+    code, argv = tracked.exec(container, ["cat", f"/proc/{pid.strip()}/cmdline"], user="jovyan")
+    assert code == 0, argv
+    code, text = tracked.exec(container, ["cat", f"/proc/{pid.strip()}/environ"], user="jovyan")
+    assert code == 0, text
+    return argv.split("\0")[:-1], dict(entry.split("=", 1) for entry in text.split("\0") if "=" in entry)
+
+
+def test_server_app_notebook_args_and_unset_variables(tracked: TrackedContainer, tmp_path: Path) -> None:
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    # Hooks run before the variables go, so they may use them (as docker-stacks' do).
+    (hooks / "10-uses-secret.sh").write_text('export FROM_SECRET="seen:${TF29_SECRET_A}"\n')
+    container = tracked.run(environment={
+        **QUIET, "JUPYTER_TOKEN": TOKEN, "DOCKER_STACKS_JUPYTER_CMD": "server",
+        "NOTEBOOK_ARGS": "--ServerApp.base_url=/nb/ --ServerApp.custom_display_url='http://example.org/a b'",
+        "TF29_SECRET_A": "a", "TF29_SECRET_B": "b", "TF29_KEPT": "c",
+        "JUPYTER_ENV_VARS_TO_UNSET": "TF29_SECRET_A, TF29_SECRET_B,TF29_NEVER_SET",
+    }, volumes={str(hooks): {"bind": "/usr/local/bin/before-notebook.d", "mode": "ro"}}, publish=(8888,))
+    tracked.wait_healthy(container)
+    assert api_status(tracked.port(container, 8888), TOKEN, "/nb/") == 200
+    argv, environment = process_environment(tracked, container, "jupyter-server")
+    assert "--ServerApp.custom_display_url=http://example.org/a b" in argv  # one word, quotes gone
+    assert "--ServerApp.base_url=/nb/" in argv and "--ServerApp.base_url=/" not in argv
+    code, _ = tracked.exec(container, ["pgrep", "-f", "jupyter-lab"])
+    assert code == 1, "DOCKER_STACKS_JUPYTER_CMD=server started JupyterLab's app"
+    assert environment["FROM_SECRET"] == "seen:a" and environment["TF29_KEPT"] == "c"
+    assert not {"TF29_SECRET_A", "TF29_SECRET_B", "JUPYTER_ENV_VARS_TO_UNSET"} & environment.keys()
+    assert "JUPYTER_ENV_VARS_TO_UNSET: TF29_SECRET_A TF29_SECRET_B taken out" in tracked.logs(container)
+
+
+def test_start_sh_commands_do_not_see_unset_variables(tracked: TrackedContainer) -> None:
+    container = tracked.run(command=["start.sh", "sh", "-c", 'echo "A=${TF29_SECRET_A-gone} B=$TF29_KEPT"'],
+                            environment={**QUIET, "TF29_SECRET_A": "a", "TF29_KEPT": "c",
+                                         "JUPYTER_ENV_VARS_TO_UNSET": "TF29_SECRET_A"}, publish=())
+    assert tracked.wait_exit(container) == 0
+    assert tracked.logs(container).splitlines()[-1] == "A=gone B=c"
+
+
+def test_gen_cert_serves_https_and_keeps_the_token(tracked: TrackedContainer, tmp_path: Path) -> None:
+    container = tracked.run(environment={**QUIET, "GEN_CERT": "yes"}, publish=(8888,))
+    tracked.wait_healthy(container)  # the healthcheck speaks https from the server's runtime file
+    logs = tracked.logs(container)
+    assert "GEN_CERT: JupyterLab speaks HTTPS" in logs
+    login = next(line for line in logs.splitlines() if "?token=" in line)
+    token = login.rsplit("?token=", 1)[1]
+    assert "https://127.0.0.1:8888/lab?token=" in login
+    code, mode = tracked.exec(container, ["stat", "-c", "%U %a", "/run/tf29-env/jupyter/tf29-env-key.pem"])
+    assert (code, mode.strip()) == (0, "jovyan 600")
+    # The certificate, trusted for this test alone, names 127.0.0.1: the client checks it in full.
+    code, pem = tracked.exec(container, ["cat", "/run/tf29-env/jupyter/tf29-env-cert.pem"], user="jovyan")
+    assert code == 0 and "BEGIN CERTIFICATE" in pem, pem
+    (tmp_path / "cert.pem").write_text(pem)
+    url = f"https://127.0.0.1:{tracked.port(container, 8888)}/api/status"
+    trust = str(tmp_path / "cert.pem")
+    assert requests.get(url, headers={"Authorization": f"token {token}"}, verify=trust, timeout=10).status_code == 200
+    assert requests.get(url, verify=trust, timeout=10).status_code == 403
+    with pytest.raises(requests.ConnectionError):
+        requests.get(url.replace("https:", "http:"), timeout=10)
+
+
+@pytest.mark.parametrize(("environment", "line"), [
+    ({"DOCKER_STACKS_JUPYTER_CMD": "notebook"}, "DOCKER_STACKS_JUPYTER_CMD=notebook: the notebook package"),
+    ({"DOCKER_STACKS_JUPYTER_CMD": "retro"}, "DOCKER_STACKS_JUPYTER_CMD='retro' is not one of lab, server, notebook"),
+    ({"NOTEBOOK_ARGS": "--ServerApp.base_url='/x/"}, "NOTEBOOK_ARGS cannot be split into arguments as a shell would"),
+    ({"NOTEBOOK_ARGS": "--ServerApp.root_dir=/tmp --IdentityProvider.token="},
+     "the server's argument '--IdentityProvider.token'"),
+    ({"NOTEBOOK_ARGS": "--ServerApp.password=x"}, "the server's argument '--ServerApp.password'"),
+    ({"JUPYTER_ENV_VARS_TO_UNSET": "AWS_KEY,2FA"}, "JUPYTER_ENV_VARS_TO_UNSET: '2FA' is not a variable name"),
+    ({"JUPYTER_ENV_VARS_TO_UNSET": "PATH"}, "JUPYTER_ENV_VARS_TO_UNSET: PATH is needed"),
+    ({"GEN_CERT": "maybe"}, "GEN_CERT='maybe' is not a switch"),
+    ({"GEN_CERT": "1", "ENABLE_JUPYTER": "0", "ENABLE_SSH": "0"}, "GEN_CERT=1 with ENABLE_JUPYTER=0"),
+], ids=["notebook-absent", "unknown-app", "open-quote", "empty-token", "password", "bad-name", "path", "switch",
+        "no-jupyter"])
+def test_bad_values_stop_the_start_in_one_line(tracked: TrackedContainer, environment: dict[str, str],
+                                               line: str) -> None:
+    container = tracked.run(environment={**QUIET, **environment}, publish=())
+    assert tracked.wait_exit(container) == 2
+    logs = tracked.logs(container).strip()
+    assert logs.startswith(f"tf29-env: ERROR: {line}") and "\n" not in logs, logs
