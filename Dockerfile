@@ -199,6 +199,9 @@ COPY image/ /opt/tf29-env/
 # so that editing either rebuilds this layer only. The folders are the venv's: group-writable.
 # jupyter/jupyter_server_config.py is the venv's server config (a user's ~/.jupyter one wins): it
 # keeps the token out of kernels and terminals, and saves by rename (a full disk breaks no file).
+# jupyter/tensorboard.json, the venv's JSON server config (config.d holds only which extensions
+# load), is TensorBoard behind Jupyter's login (jupyter-server-proxy: the launcher's tile,
+# BASE_URL/tensorboard/, bin/tensorboard-proxied).
 # docker-stacks' start commands (start-notebook.*, start-singleuser.*, start.sh) are files for what
 # names their path (dockerstacks/start_command.py), and its hook folders are there (30-hooks).
 RUN ln -s /opt/tf29-env/entrypoint.sh /usr/local/bin/entrypoint.sh \
@@ -213,6 +216,7 @@ RUN ln -s /opt/tf29-env/entrypoint.sh /usr/local/bin/entrypoint.sh \
  && ln -s /opt/tf29-env/jupyter/overrides.json "${VIRTUAL_ENV}/share/jupyter/lab/settings/overrides.d/tf29-env.json" \
  && ln -sf /opt/tf29-env/jupyter/kernel.json "${VIRTUAL_ENV}/share/jupyter/kernels/python3/kernel.json" \
  && ln -s /opt/tf29-env/jupyter/jupyter_server_config.py "${VIRTUAL_ENV}/etc/jupyter/jupyter_server_config.py" \
+ && ln -s /opt/tf29-env/jupyter/tensorboard.json "${VIRTUAL_ENV}/etc/jupyter/jupyter_server_config.json" \
  && install -d -m 1777 /run/tf29-env \
  && install -d -m 755 /etc/tf29-env/start.d /usr/local/bin/start-notebook.d /usr/local/bin/before-notebook.d \
       /etc/ssh/host-keys

@@ -101,6 +101,8 @@ def test_as_spawned_by_dockerspawner(tracked: TrackedContainer, hub: MiniHub, us
     assert user_token not in env
     assert not [name for name in SECRETS if f"\n{name}=" in env], env
     assert f"JUPYTERHUB_USER={HUB_USER}" in env  # not a secret: the variables that are not stay
+    # %tensorboard's iframe goes through the server's proxy under the hub's prefix.
+    assert f"\nTENSORBOARD_PROXY_URL={base}proxy/%PORT%/\n" in env
 
     code, report = tracked.exec(container, ["selfcheck", "--json", "--mode", "warn", "--layers", "6"], user="jovyan",
                                 environment={"JUPYTERHUB_API_TOKEN": user_token})
