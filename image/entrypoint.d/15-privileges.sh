@@ -54,6 +54,23 @@ check_privileges() {
     writable_or_die /etc/group "NB_GID=${NB_GID} means rewriting /etc/group" \
       "use NB_GID as built (${user_old_gid}), or a writable root file system"
   fi
+  if ((user_rename)); then
+    local why="NB_USER=${NB_USER} means renaming ${user_from} in /etc/passwd and /etc/shadow and a home folder /home/${NB_USER}"
+    writable_or_die /etc/passwd "${why}" "use NB_USER as built (${IMAGE_USER}), or a writable root file system"
+    writable_or_die /etc/shadow "${why}" "use NB_USER as built (${IMAGE_USER}), or a writable root file system"
+    writable_or_die "/home/${NB_USER}" "${why}" "use NB_USER as built (${IMAGE_USER}), or a writable root file system"
+  fi
+  if ((user_group_rename)); then
+    writable_or_die /etc/group "NB_GROUP=${cfg_group} means renaming group ${NB_GID} in /etc/group" \
+      "leave NB_GROUP unset, or a writable root file system"
+  fi
+  if ((cfg_triplet)); then
+    writable_or_die /home/root "NB_USER=root NB_UID=0 NB_GID=0 means a home folder /home/root" \
+      "a writable root file system, or a volume on /home/root"
+  fi
+  if ((cfg_grant_sudo && !cfg_triplet)); then
+    writable_or_die /etc/sudoers.d "GRANT_SUDO=${GRANT_SUDO} means a rule in /etc/sudoers.d" "a writable root file system"
+  fi
   if ((ssh)); then
     writable_or_die "${SSHD_DIR}" "SSH needs ${SSHD_DIR} and /run/sshd" "mount a tmpfs on /run (--tmpfs /run), or ENABLE_SSH=0"
     writable_or_die /run/sshd "SSH needs ${SSHD_DIR} and /run/sshd" "mount a tmpfs on /run (--tmpfs /run), or ENABLE_SSH=0"
@@ -77,6 +94,9 @@ check_privileges() {
   need_cap KILL "to pass docker stop's signal on to ${NB_USER}'s processes"
   ((!user_refit)) || need_cap CHOWN "for NB_UID=${NB_UID}/NB_GID=${NB_GID}: ${NB_USER}'s files follow the new ids"
   ((!user_new_group && !user_join_users)) || need_cap CHOWN "for NB_GID=${NB_GID}: groupadd and usermod write /etc/gshadow"
+  ((!user_rename)) || need_cap CHOWN "for NB_USER=${NB_USER}: usermod writes /etc/shadow, the home folder's files keep their owner"
+  ((!user_group_rename)) || need_cap CHOWN "for NB_GROUP=${cfg_group}: groupmod writes /etc/gshadow"
+  ((!cfg_chown_home && ${#cfg_chown_extra[@]} == 0)) || need_cap CHOWN "for CHOWN_HOME/CHOWN_EXTRA"
   if ((jupyter)); then
     need_cap CHOWN "to hand JupyterLab's runtime directory to ${NB_USER}"
     need_cap FOWNER "to set the mode of JupyterLab's runtime directory, once it is ${NB_USER}'s"

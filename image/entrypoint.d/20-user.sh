@@ -1,68 +1,97 @@
 # shellcheck shell=bash
-# 20-user: make the dev user NB_USER have NB_UID/NB_GID (so files in bind mounts belong to the
-# host user), and pick the command prefix that runs things as that user.
+# 20-user: the dev user: named NB_USER, with NB_UID/NB_GID (so that files in bind mounts belong to
+# the host user), and the command prefix (as_user) that runs things as that user.
 # NB_HOME is the home folder in /etc/passwd (JupyterLab's root, where ~/work is); HOME for the dev
 # user's processes is user_home, the same folder unless the root file system is read-only.
+#   as root          the image's jovyan is renamed to NB_USER (home /home/NB_USER, the image's files
+#                    there follow) and fitted to NB_UID/NB_GID; bind-mounted folders are not chowned
+#                    (24-chown does, when CHOWN_HOME/CHOWN_EXTRA ask);
+#   root triplet     (16-usercfg) root itself, with HOME /home/root;
+#   without root     (--user UID[:GID]) nothing under /etc can change: a uid without a passwd entry,
+#                    or the image user's uid under another NB_USER, is given one through
+#                    libnss-wrapper (startup/users.py says why that way).
 
-# plan_user: what fit_user will change, without changing anything, so that 15-privileges can check
-# beforehand that it is allowed to. user_refit: /etc/passwd gets NB_UID/NB_GID (and the home
-# folder's files follow); user_new_group: NB_GID has no group yet (groupadd); user_join_users: the
-# dev user is not in "users" yet (usermod). In the image as built all three are 0, so a start
-# with the default ids writes nothing under /etc: that is what lets a read-only root work.
+# The name an earlier start of this container gave the dev user (NB_USER other than the image's
+# jovyan): a restart must find that user again, and not take another user of the name for it.
+readonly RENAMED_USER_FILE=/etc/tf29-env/dev-user
+
+# plan_user: what fit_user will change as root, without changing anything, so that 15-privileges
+# can check beforehand that it is allowed to. user_from: the dev user's name now (user_old_uid,
+# user_old_gid its ids); user_rename: it becomes NB_USER; user_refit: /etc/passwd gets
+# NB_UID/NB_GID (and the home folder's files follow); user_new_group: NB_GID has no group yet
+# (groupadd); user_group_rename: NB_GID's group is renamed to NB_GROUP; user_join_users: the dev
+# user is not in "users" yet (usermod). In the image as built, with the default settings, all are 0,
+# so such a start writes nothing under /etc: that is what lets a read-only root work.
 plan_user() {
-  user_old_uid=$(id -u "${NB_USER}")
-  user_old_gid=$(id -g "${NB_USER}")
-  user_refit=0 user_new_group=0 user_join_users=0
-  if ((user_old_uid != 10#${NB_UID} || user_old_gid != 10#${NB_GID})); then
-    user_refit=1
-    getent group "${NB_GID}" >/dev/null || user_new_group=1
+  user_rename=0 user_refit=0 user_new_group=0 user_group_rename=0 user_join_users=0
+  user_from=root user_old_uid=0 user_old_gid=0
+  ((!cfg_triplet)) || return 0
+  user_from=$(dev_user_name) ||
+    die "the dev user ${IMAGE_USER} is not in /etc/passwd, nor an earlier NB_USER recorded in ${RENAMED_USER_FILE}: re-create the container (docker rm, then run)"
+  user_old_uid=$(id -u "${user_from}")
+  user_old_gid=$(id -g "${user_from}")
+  [[ ${user_from} == "${NB_USER}" ]] || user_rename=1
+  local gid=$((10#${NB_GID})) group_name=${cfg_group:-${NB_USER}} entry
+  if ((user_old_uid != 10#${NB_UID} || user_old_gid != gid)); then user_refit=1; fi
+  if ! entry=$(getent group "${gid}"); then
+    ((!user_refit)) || user_new_group=1
+    if ((user_new_group)) && entry=$(getent group "${group_name}"); then
+      die "NB_GROUP: the group name '${group_name}' is the image's group $(cut -d: -f3 <<<"${entry}"); NB_GID=${NB_GID} needs another name (NB_GROUP=NAME)"
+    fi
+  elif [[ -n ${cfg_group} && ${entry%%:*} != "${cfg_group}" ]]; then
+    ((gid != 100)) ||
+      die "NB_GROUP=${cfg_group}: NB_GID=100 is the image's group 'users', which owns the home folder and the venv and keeps its name; NB_GROUP names a group of your own NB_GID"
+    ! getent group "${cfg_group}" >/dev/null ||
+      die "NB_GROUP=${cfg_group} is already another group of the image; pick another name"
+    user_group_rename=1
   fi
   # In "users" once refitted: as its primary group, or as a listed member.
   local users_gid members
   IFS=: read -r _ _ users_gid members < <(getent group users) || true
-  if ((10#${NB_GID} != users_gid)) && [[ ,${members}, != *,"${NB_USER}",* ]]; then
+  if ((gid != users_gid)) && [[ ,${members}, != *,"${user_from}",* ]]; then
     user_join_users=1
   fi
 }
 
 fit_user() {
   if ((!is_root)); then
-    # Started with --user UID:GID: no root, so no user changes; keep HOME writable.
-    NB_HOME=/home/${NB_USER}
-    user_home=${NB_HOME}
-    as_user=()
-    if [[ ! -w ${NB_HOME} ]]; then
-      if on_read_only_fs "${NB_HOME}"; then
-        # JupyterLab keeps the home folder as its root (~/work, a volume, is there); only the
-        # dotfiles move.
-        make_scratch_home
-      else
-        NB_HOME=/tmp/tf29-env-home-$(id -u)
-        user_home=${NB_HOME}
-        mkdir -p "${NB_HOME}"
-        warn "uid $(id -u) cannot write /home/${NB_USER} (use --user UID:100, the 'users' group); HOME is ${NB_HOME}"
-      fi
-    fi
-    export HOME=${user_home} USER=${NB_USER} LOGNAME=${NB_USER}
+    fit_user_without_root
     return 0
   fi
-  NB_HOME=$(getent passwd "${NB_USER}" | cut -d: -f6)
   plan_user
-  local uid=$((10#${NB_UID})) gid=$((10#${NB_GID}))
+  if ((cfg_triplet)); then
+    NB_HOME=/home/root
+    make_home "/home/${IMAGE_USER}" "${NB_HOME}" copy
+    as_user=(env "HOME=${NB_HOME}" USER=root LOGNAME=root)
+    user_home=${NB_HOME}
+    return 0
+  fi
+  local uid=$((10#${NB_UID})) gid=$((10#${NB_GID})) entry
+  entry=$(getent passwd "${user_from}")
+  NB_HOME=$(cut -d: -f6 <<<"${entry}")
+  if ((user_rename)); then
+    # Not usermod --move-home: a bind mount under the old home cannot be moved, and the new one may
+    # exist already (Docker makes it for a mount inside it). make_home copies what is missing.
+    usermod --login "${NB_USER}" --home "/home/${NB_USER}" "${user_from}"
+    printf '%s\n' "${NB_USER}" >"${RENAMED_USER_FILE}"
+    make_home "${NB_HOME}" "/home/${NB_USER}" move
+    NB_HOME=/home/${NB_USER}
+    log "dev user ${user_from} is now ${NB_USER}, home ${NB_HOME}"
+  fi
+  if ((user_group_rename)); then
+    entry=$(getent group "${gid}")
+    groupmod --new-name "${cfg_group}" "${entry%%:*}"
+    log "group ${gid} is now ${cfg_group} (NB_GROUP)"
+  fi
   if ((user_refit)); then
-    ((!user_new_group)) || groupadd --gid "${gid}" "${NB_USER}"
+    ((!user_new_group)) || groupadd --gid "${gid}" "${cfg_group:-${NB_USER}}"
     # Not usermod -u: it would also chown whatever the old uid owns under the home directory,
     # bind-mounted host folders included. Only the image's own files there are changed.
     local passwd
     passwd=$(awk -F: -v OFS=: -v u="${NB_USER}" -v uid="${uid}" -v gid="${gid}" \
       '$1 == u { $3 = uid; $4 = gid } { print }' /etc/passwd)
     printf '%s\n' "${passwd}" >/etc/passwd
-    local prune=() mount_point
-    while read -r mount_point; do
-      prune+=(-path "${mount_point}" -prune -o)
-    done < <(awk -v home="${NB_HOME}/" 'index($5 "/", home) == 1 && $5 != home { print $5 }' /proc/self/mountinfo)
-    find "${NB_HOME}" -xdev "${prune[@]}" \( -uid "${user_old_uid}" -o -gid "${user_old_gid}" \) \
-      -exec chown -h "${uid}:${gid}" {} +
+    hand_over_home "${user_old_uid}" "${user_old_gid}" "${uid}:${gid}"
     log "dev user ${NB_USER} is now uid ${NB_UID}, gid ${NB_GID}"
   fi
   # Always in "users" (gid 100), which owns the venv: `pip install` works for any NB_UID/NB_GID.
@@ -72,6 +101,121 @@ fit_user() {
   user_home=${NB_HOME}
   ! on_read_only_fs "${NB_HOME}" || make_scratch_home
   as_user+=(env "HOME=${user_home}" "USER=${NB_USER}" "LOGNAME=${NB_USER}")
+}
+
+# mounts_in DIR: the mount points strictly below DIR, one a line (mountinfo writes a space as \040).
+mounts_in() {
+  local escaped point
+  while read -r escaped; do
+    printf -v point '%b' "${escaped}"
+    printf '%s\n' "${point}"
+  done < <(awk -v dir="$1/" 'index($5, dir) == 1 && $5 != dir { print $5 }' /proc/self/mountinfo)
+}
+
+# hand_over_home OLD_UID OLD_GID UID:GID: the image's own files in the home folder (owned by the old
+# ids) follow the new ones; mounts below it are left out, so bind-mounted host folders keep theirs.
+hand_over_home() {
+  local prune=() mount_point
+  while read -r mount_point; do
+    prune+=(-path "${mount_point}" -prune -o)
+  done < <(mounts_in "${NB_HOME}")
+  find "${NB_HOME}" -xdev "${prune[@]}" \( -uid "$1" -o -gid "$2" \) -exec chown -h "$3" {} +
+}
+
+# make_home OLD NEW move|copy: NEW becomes a home folder like OLD, the image's (its mode; move: its
+# ids, which hand_over_home then fits; copy: root's, for the triplet), holding OLD's files
+# (dotfiles, work/, .nv/), each unless NEW has it already. A folder mounted at NEW is the user's
+# own: nothing is copied into it or chowned. A folder Docker made at NEW for a mount inside it
+# (root's, 755) is the container's own, and handed over. move: OLD goes afterwards, unless something
+# is mounted in it, which is then in the wrong place (JupyterLab opens NEW): one warning names it.
+make_home() {
+  local old=$1 new=$2 entry mode owner=0:0 copy=(cp -a --no-preserve=ownership)
+  local -a old_mounts=()
+  mapfile -t old_mounts < <(mounts_in "${old}")
+  mode=$(stat -c %a "${old}")
+  if [[ $3 == move ]]; then
+    owner=$(stat -c %u:%g "${old}")
+    copy=(cp -a)
+  fi
+  if [[ ! -e ${new} ]]; then
+    install -d -m "${mode}" -o "${owner%:*}" -g "${owner#*:}" "${new}"
+  elif awk -v dir="${new}" '$5 == dir { found = 1 } END { exit !found }' /proc/self/mountinfo; then
+    log "${new} is a mount: the image's files in ${old} are not copied into it"
+    new=""
+  else
+    chown "${owner}" "${new}"
+    chmod "${mode}" "${new}"
+  fi
+  if [[ -n ${new} ]]; then
+    while IFS= read -r -d '' entry; do
+      [[ ! -e ${new}/${entry##*/} && ! -L ${new}/${entry##*/} ]] || continue
+      if holds_mount "${entry}" "${old_mounts[@]}"; then continue; fi
+      "${copy[@]}" "${entry}" "${new}/${entry##*/}"
+    done < <(find "${old}" -mindepth 1 -maxdepth 1 -print0)
+  fi
+  [[ $3 == move ]] || return 0
+  if ((${#old_mounts[@]} == 0)); then
+    rm -rf -- "${old}"
+  else
+    warn "${old_mounts[*]} is mounted in ${old}, but the home folder is now /home/${NB_USER} (NB_USER), where JupyterLab opens: mount it there instead (-v ...:/home/${NB_USER}/${old_mounts[0]#"${old}"/})"
+  fi
+}
+
+# holds_mount PATH MOUNT...: PATH is one of the mount points or holds one.
+holds_mount() {
+  local path=$1 mount_point
+  shift
+  for mount_point in "$@"; do
+    [[ ${mount_point} != "${path}" && ${mount_point} != "${path}"/* ]] || return 0
+  done
+  return 1
+}
+
+# Started with --user UID[:GID]: no root, so nothing under /etc changes. The home folder is the
+# image user's (or one mounted at /home/NB_USER); HOME moves to /tmp where the uid cannot write it.
+fit_user_without_root() {
+  local uid gid entry name
+  uid=$(id -u)
+  gid=$(id -g)
+  NB_HOME=/home/${IMAGE_USER}
+  [[ ! -d /home/${NB_USER} ]] || NB_HOME=/home/${NB_USER}
+  home_folder=${NB_HOME} # 25-mounts looks for mounts there, wherever HOME goes
+  user_home=${NB_HOME}
+  as_user=()
+  if [[ ! -w ${NB_HOME} ]]; then
+    if on_read_only_fs "${NB_HOME}"; then
+      # JupyterLab keeps the home folder as its root (~/work, a volume, is there); only the
+      # dotfiles move.
+      make_scratch_home
+    else
+      local folder=${NB_HOME}
+      NB_HOME=/tmp/tf29-env-home-${uid}
+      user_home=${NB_HOME}
+      mkdir -p "${NB_HOME}"
+      warn "uid ${uid} cannot write ${folder} (use --user UID:100, the 'users' group); HOME is ${NB_HOME}"
+    fi
+  fi
+  entry=$(getent passwd "${uid}") || entry=""
+  name=${entry%%:*}
+  if [[ -z ${entry} || (${name} == "${IMAGE_USER}" && ${NB_USER} != "${IMAGE_USER}") ]]; then
+    write_nss_entry "${uid}" "${gid}"
+    name=${NB_USER}
+  fi
+  export HOME=${user_home} USER=${name} LOGNAME=${name}
+}
+
+# write_nss_entry UID GID: passwd and group copies with NB_USER (and NB_GROUP, or NB_USER, for a gid
+# without a group) in a folder of the uid's own under /tmp, served by libnss-wrapper to every process
+# started from here on (LD_PRELOAD). `docker exec` sessions start elsewhere and see /etc/passwd only.
+write_nss_entry() {
+  local dir=/tmp/tf29-env-nss-$1 answer
+  mkdir -m 700 "${dir}" 2>/dev/null || true
+  [[ -d ${dir} && ! -L ${dir} && -O ${dir} ]] ||
+    die "${dir} is not a folder of uid $1 (made by another user?): the passwd entry for uid $1 cannot be written; start with a fresh /tmp (--tmpfs /tmp)"
+  answer=$(/usr/bin/python3 -I "${USERS_PY}" nss "${dir}" "$1" "$2" "${NB_USER}" "${cfg_group:-${NB_USER}}" "${user_home}" 2>&1) ||
+    die "${answer//$'\n'/ }"
+  export LD_PRELOAD="libnss_wrapper.so${LD_PRELOAD:+ ${LD_PRELOAD}}" NSS_WRAPPER_PASSWD=${dir}/passwd NSS_WRAPPER_GROUP=${dir}/group
+  log "uid $1 is ${NB_USER} (home ${user_home}): its passwd entry is in ${dir}, served by libnss-wrapper; nothing under /etc is written"
 }
 
 # make_scratch_home: the home folder is on a read-only root file system (--read-only), and
@@ -85,6 +229,15 @@ make_scratch_home() {
   "${as_user[@]}" mkdir -p -m 700 "${user_home}" 2>/dev/null ||
     die "HOME: ${NB_HOME} is on a read-only file system and ${user_home} cannot be made: mount a tmpfs on /tmp (--tmpfs /tmp), or a volume on ${NB_HOME}"
   log "the root file system is read-only: HOME is ${user_home}, whose files are lost when the container stops (save work in ~/work); JupyterLab still opens ${NB_HOME}"
+}
+
+# apply_umask: NB_UMASK for what starts from here on as the dev user: JupyterLab, its kernels and
+# terminals, or the command (docker-stacks: the server only). The start hooks, which ran before,
+# keep the default, and so do SSH sessions: sshd sets its own (022) for each login.
+apply_umask() {
+  [[ -n ${cfg_umask} ]] || return 0
+  umask "${cfg_umask}"
+  log "umask ${cfg_umask} (NB_UMASK) for JupyterLab and the command (not SSH sessions)"
 }
 
 # A command given to `docker run IMAGE CMD...` runs as the dev user, in the same environment.

@@ -9,7 +9,7 @@
 
 check_mounts() {
   local home=${NB_HOME}
-  ((is_root)) || home=/home/${NB_USER} # fit_user may have moved HOME to /tmp
+  ((is_root)) || home=${home_folder} # fit_user may have moved NB_HOME to /tmp
   # Every mount point at or under the home folder, with its per-mount options (rw/ro first); the
   # last line for a point is the mount on top. Read by check_mount and holds_only_mount_points.
   local -A mount_options=()
