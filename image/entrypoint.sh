@@ -14,7 +14,10 @@ source 05-mode.sh
 source 10-config.sh
 source 12-hub.sh
 source 15-privileges.sh
+source 16-usercfg.sh
 source 20-user.sh
+source 22-sudo.sh
+source 24-chown.sh
 source 25-mounts.sh
 source 30-hooks.sh
 source 35-listen.sh
@@ -30,11 +33,15 @@ main() {
   check_scratch                     # 15: /tmp is writable (--read-only needs a tmpfs there)
   select_mode "$@"                  # 05: services, hub or command
   load_config                       # 10 (12 in the hub mode): bad input stops here, before anything starts
+  load_user_config                  # 16: NB_GROUP, NB_UMASK, CHOWN_*, GRANT_SUDO, the root triplet
   check_privileges                  # 15: the capabilities and writable paths the steps below need
-  fit_user                          # 20
+  fit_user                          # 20: NB_USER, NB_UID, NB_GID (without root: libnss-wrapper)
+  grant_sudo                        # 22: GRANT_SUDO, only when asked
+  chown_requested                   # 24: CHOWN_HOME, CHOWN_EXTRA, only when asked
   check_mounts                      # 25: what is mounted under the home folder is writable
   run_start_hooks                   # 30: ours, then docker-stacks' start-notebook.d, before-notebook.d
   apply_server_options              # 52: JUPYTER_ENV_VARS_TO_UNSET; GEN_CERT's certificate (55)
+  apply_umask                       # 20: NB_UMASK, for what starts from here on
   if [[ ${cfg_mode} == command ]]; then
     exec_command "${cfg_command[@]}"
   fi

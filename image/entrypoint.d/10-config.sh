@@ -9,6 +9,7 @@
 # quote all of itself. Checked first, so that no later message quotes such a value.
 readonly SETTING_LIMITS=(
   NB_USER:32 NB_UID:10 NB_GID:10
+  NB_GROUP:32 NB_UMASK:16 GRANT_SUDO:16 CHOWN_HOME:16 CHOWN_HOME_OPTS:1024 CHOWN_EXTRA:4096 CHOWN_EXTRA_OPTS:1024
   ENABLE_JUPYTER:16 ENABLE_SSH:16 JUPYTER_INSECURE_NO_AUTH:16 SELF_CHECK:16
   JUPYTER_PORT:16 SSH_PORT:16 JUPYTER_BASE_URL:1024 JUPYTER_ALLOWED_HOSTS:4096
   JUPYTER_TOKEN:1024 JUPYTER_TOKEN_FILE:1024 JUPYTER_PASSWORD_HASH:1024
@@ -34,7 +35,8 @@ load_config() {
       die "${name}='${!name}' is not a numeric id (0-2147483647)"
     fi
   done
-  ((10#${NB_UID} != 0)) || die "NB_UID=0: JupyterLab and SSH logins never run as root; pick another uid"
+  ((10#${NB_UID} != 0)) || root_triplet ||
+    die "NB_UID=0: JupyterLab and SSH logins never run as root; pick another uid (only NB_USER=root NB_UID=0 NB_GID=0 together run as root, for rootless engines)"
   check_gid
   [[ ${NB_USER} =~ ^[a-z_][a-z0-9_-]{0,31}$ ]] || die "NB_USER='${NB_USER}' is not a valid user name"
 
@@ -91,6 +93,7 @@ load_config() {
 # any gid below 1000 that the image has no group for (a host's own scheme) are allowed.
 check_gid() {
   local gid=$((10#${NB_GID})) group
+  ! root_triplet || return 0 # 16-usercfg: root's own group, in the one case where the user is root
   ((gid != 0)) ||
     die "NB_GID=0 is root's group, whose rights everything run in the notebooks and SSH sessions would get; use your own gid (id -g, 1000 or above) or 100 (users)"
   if ((gid < 1000 && gid != 100)) && group=$(getent group "${gid}"); then
