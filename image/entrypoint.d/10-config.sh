@@ -75,6 +75,10 @@ load_config() {
     [[ ${cfg_base_url} == */ ]] || cfg_base_url+=/
     load_jupyter_auth
   fi
+  # TensorBoard's notebook magic (%tensorboard) shows an iframe of this URL, %PORT% its port: through
+  # jupyter-server-proxy under the server's own prefix, so that it works on a remote server, behind
+  # JUPYTER_BASE_URL and in the hub mode (/user/NAME/proxy/6006/). Kernels get it from the server.
+  [[ -n ${TENSORBOARD_PROXY_URL:-} ]] || export TENSORBOARD_PROXY_URL="${cfg_base_url}proxy/%PORT%/"
   load_ssh_keys
 
   local ssh_starts=0
