@@ -1,4 +1,4 @@
-"""The dev user's files for the entrypoint (image/entrypoint.d/2x-*.sh), which runs this with the
+"""The dev user's files for the entrypoint (entrypoint.d/16-usercfg.sh, 20-user.sh), which runs this with the
 distro's python3 -I:
 
   nss OUT_DIR UID GID USER GROUP HOME
