@@ -11,7 +11,6 @@ import contextlib
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ import requests
 from hub import REPO
 from hub import settings as hub_settings
 from hub.settings import EXIT_CONFIG, HUB_DIR, HubConfigError, Settings
+from hub.sshaccess import port_free
 
 EXIT_ENGINE = 3  # no Docker engine answers
 EXIT_START = 4  # the proxy or the hub did not come up (their logs say why)
@@ -57,17 +57,6 @@ def running_pid(state: Path, name: str) -> int | None:
     except (OSError, ValueError):
         return None
     return pid if PROCESSES[name] in cmdline else None
-
-
-def port_free(address: str, port: int) -> bool:
-    family = socket.AF_INET6 if ":" in address else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((address, port))
-        except OSError:
-            return False
-    return True
 
 
 def engine() -> docker.DockerClient:

@@ -56,7 +56,8 @@ def store_keys(users_dir: Path, escaped_name: str, text: str) -> Path:
     return path
 
 
-def _free(address: str, port: int) -> bool:
+def port_free(address: str, port: int) -> bool:
+    """Whether a listener could bind ADDRESS:PORT now (the hub's own ports and users' SSH ports)."""
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -89,7 +90,7 @@ def assigned_port(ports_file: Path, user: str, ports: range, address: str) -> in
     if user in table:
         return table[user]
     taken = set(table.values())
-    port = next((p for p in ports if p not in taken and _free(address, p)), None)
+    port = next((p for p in ports if p not in taken and port_free(address, p)), None)
     if port is None:
         raise SshSetupError(f"no free SSH port left in HUB_SSH_PORTS={ports.start}-{ports.stop - 1}: "
                             "ask the admin to widen it")
