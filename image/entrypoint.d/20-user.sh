@@ -128,36 +128,34 @@ hand_over_home() {
 # own: nothing is copied into it or chowned. A folder Docker made at NEW for a mount inside it
 # (root's, 755) is the container's own, and handed over. move: OLD goes afterwards, unless something
 # is mounted in it, which is then in the wrong place (JupyterLab opens NEW): one warning names it.
+# Root with the minimal capabilities (README, Security) may not write in the dev user's folders
+# (no DAC_OVERRIDE) nor keep a folder's setgid bit in a chmod of one that is not root's (no FSETID):
+# so NEW and the copies stay root's until they are complete, and OLD is emptied by its owner.
 make_home() {
-  local old=$1 new=$2 entry mode owner=0:0 copy=(cp -a --no-preserve=ownership)
+  local old=$1 new=$2 entry mode owner=0:0
   local -a old_mounts=()
   mapfile -t old_mounts < <(mounts_in "${old}")
   mode=$(stat -c %a "${old}")
-  if [[ $3 == move ]]; then
-    owner=$(stat -c %u:%g "${old}")
-    copy=(cp -a)
-  fi
-  if [[ ! -e ${new} ]]; then
-    install -d -m "${mode}" -o "${owner%:*}" -g "${owner#*:}" "${new}"
-  elif awk -v dir="${new}" '$5 == dir { found = 1 } END { exit !found }' /proc/self/mountinfo; then
+  [[ $3 != move ]] || owner=$(stat -c %u:%g "${old}")
+  if awk -v dir="${new}" '$5 == dir { found = 1 } END { exit !found }' /proc/self/mountinfo; then
     log "${new} is a mount: the image's files in ${old} are not copied into it"
-    new=""
   else
-    chown "${owner}" "${new}"
-    chmod "${mode}" "${new}"
-  fi
-  if [[ -n ${new} ]]; then
+    if [[ -e ${new} ]]; then chown 0:0 "${new}"; else mkdir -m 700 "${new}"; fi
     while IFS= read -r -d '' entry; do
       [[ ! -e ${new}/${entry##*/} && ! -L ${new}/${entry##*/} ]] || continue
       if holds_mount "${entry}" "${old_mounts[@]}"; then continue; fi
-      "${copy[@]}" "${entry}" "${new}/${entry##*/}"
+      cp -a --no-preserve=ownership "${entry}" "${new}/${entry##*/}"
+      chown -h -R "${owner}" "${new}/${entry##*/}"
     done < <(find "${old}" -mindepth 1 -maxdepth 1 -print0)
+    chmod "${mode}" "${new}"
+    chown "${owner}" "${new}"
   fi
   [[ $3 == move ]] || return 0
-  if ((${#old_mounts[@]} == 0)); then
-    rm -rf -- "${old}"
-  else
+  if ((${#old_mounts[@]} > 0)); then
     warn "${old_mounts[*]} is mounted in ${old}, but the home folder is now /home/${NB_USER} (NB_USER), where JupyterLab opens: mount it there instead (-v ...:/home/${NB_USER}/${old_mounts[0]#"${old}"/})"
+  elif ! setpriv "--reuid=${owner%:*}" "--regid=${owner#*:}" --clear-groups find "${old}" -mindepth 1 -delete 2>/dev/null ||
+    ! rmdir -- "${old}" 2>/dev/null; then
+    log "${old}, the image's home folder before NB_USER, could not be removed; it is left as it is"
   fi
 }
 

@@ -16,6 +16,7 @@ from testkit import ssh
 from testkit.containers import TrackedContainer
 from testkit.jupyter import api_status, put_file
 from testkit.ssh import KeyPair
+from tests.image.test_hardened import MINIMAL
 
 TOKEN = "dockerstacks-users-token"
 QUIET = {"SELF_CHECK": "off"}
@@ -72,6 +73,16 @@ def test_nb_user_leaves_bind_mounts_alone(tracked: TrackedContainer, tmp_path: P
     assert lines[0] == "uid=4321(alice) gid=4321(team) groups=4321(team),100(users)"
     assert lines[1:] == ["/home/alice 4321:4321", "/home/alice/.bashrc 4321:4321", "/home/alice/work 0:0",
                          "/home/alice/work/notes.txt 4242:4242"]
+
+
+def test_nb_user_with_the_minimal_capabilities(tracked: TrackedContainer) -> None:
+    """Root without DAC_OVERRIDE or FSETID (README, Security) still renames: the home keeps its mode
+    (setgid included) and the old one is gone."""
+    code, out, err = run_command(tracked, "stat -c '%n %a %U' ~ ~/work ~/.bashrc; ls /home",
+                                 {"NB_USER": "alice", "NB_UID": "4321"}, **MINIMAL)
+    assert code == 0, err
+    assert out.splitlines() == ["/home/alice 2775 alice", "/home/alice/work 2775 alice",
+                                "/home/alice/.bashrc 644 alice", "alice"]
 
 
 def test_nb_user_in_services_mode_ssh_and_restart(tracked: TrackedContainer, keypair: KeyPair) -> None:
