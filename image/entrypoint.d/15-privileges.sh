@@ -68,6 +68,15 @@ check_privileges() {
     writable_or_die /home/root "NB_USER=root NB_UID=0 NB_GID=0 means a home folder /home/root" \
       "a writable root file system, or a volume on /home/root"
   fi
+  # chown fails on a read-only file system (--read-only, a :ro mount) whatever the capabilities.
+  local home=/home/${NB_USER} path
+  ((!cfg_triplet)) || home=/home/root
+  if ((cfg_chown_home)) && on_read_only_fs "${home}"; then
+    die "CHOWN_HOME=${CHOWN_HOME}, but ${home} is on a read-only file system: drop CHOWN_HOME, or mount a volume there"
+  fi
+  for path in "${cfg_chown_extra[@]}"; do
+    ! on_read_only_fs "${path}" || die "CHOWN_EXTRA: ${path} is on a read-only file system (a :ro mount?): drop it from CHOWN_EXTRA"
+  done
   if ((cfg_grant_sudo && !cfg_triplet)); then
     writable_or_die /etc/sudoers.d "GRANT_SUDO=${GRANT_SUDO} means a rule in /etc/sudoers.d" "a writable root file system"
   fi

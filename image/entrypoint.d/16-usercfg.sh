@@ -92,7 +92,8 @@ load_chown_plan() {
   done <<<"${plan}"
 }
 
-# The triplet runs JupyterLab (or the command) as the container's root, with HOME /home/root. sshd
+# The triplet runs JupyterLab (or the command) as the container's root, with HOME /home/root (its
+# WARNING line comes from 20-user, once the start is known to go ahead). sshd
 # never lets root in, and the image's jovyan would write files as another host uid than the
 # triplet exists for, so SSH stays off. Jupyter refuses root without allow_root: the server gets it,
 # unless the extra args set it themselves (traitlets refuses an option given twice).
@@ -102,9 +103,7 @@ load_root_triplet() {
   [[ ${cfg_mode} == command ]] || ((cfg_jupyter)) ||
     die "ENABLE_JUPYTER=0 with NB_USER=root NB_UID=0 NB_GID=0, where SSH stays off: nothing to run"
   cfg_ssh=0
-  local what=JupyterLab arg
-  [[ ${cfg_mode} != command ]] || what="the command"
-  warn "NB_USER=root NB_UID=0 NB_GID=0: ${what} runs as the container's root, with HOME /home/root (meant for rootless Docker or Podman, where that root is your host account); SSH stays off, as it never logs in as root"
+  local arg
   for arg in "${cfg_server_args[@]}"; do
     [[ ${arg} != --ServerApp.allow_root=* && ${arg} != --allow-root ]] || return 0
   done

@@ -60,6 +60,9 @@ fit_user() {
   fi
   plan_user
   if ((cfg_triplet)); then
+    local what=JupyterLab
+    [[ ${cfg_mode} != command ]] || what="the command"
+    warn "NB_USER=root NB_UID=0 NB_GID=0: ${what} runs as the container's root, with HOME /home/root (meant for rootless Docker or Podman, where that root is your host account); SSH stays off, as it never logs in as root"
     NB_HOME=/home/root
     make_home "/home/${IMAGE_USER}" "${NB_HOME}" copy
     as_user=(env "HOME=${NB_HOME}" USER=root LOGNAME=root)

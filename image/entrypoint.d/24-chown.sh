@@ -21,7 +21,7 @@ chown_or_die() {
   local setting=$1 path=$2 ids=$3 output
   shift 3
   output=$(chown "$@" -- "${ids}" "${path}" 2>&1) ||
-    die "${setting}: chown $* ${ids} ${path} failed: ${output//$'\n'/ }"
+    die "${setting}: chown ${*:+$* }${ids} ${path} failed: ${output//$'\n'/ }"
   [[ -z ${output} ]] || printf '%s\n' "${output}" >&2
   log "${setting}: ${path} is now uid ${ids%:*}, gid ${ids#*:}${*:+ (chown $*)}"
 }

@@ -249,6 +249,29 @@ def test_bad_values_stop_with_one_line(tracked: TrackedContainer, case: str) -> 
     assert_refused(tracked, tracked.run(environment=env, publish=()), message)
 
 
+READ_ONLY_ROOT = {
+    "rename": ({"NB_USER": "alice"}, "NB_USER=alice means renaming jovyan in /etc/passwd"),
+    "sudo": ({"GRANT_SUDO": "yes"}, "GRANT_SUDO=yes means a rule in /etc/sudoers.d, but /etc/sudoers.d is not"),
+    "triplet": ({"NB_USER": "root", "NB_UID": "0", "NB_GID": "0"}, "means a home folder /home/root, but /home is not"),
+    "chown-home": ({"CHOWN_HOME": "yes"}, "CHOWN_HOME=yes, but /home/jovyan is on a read-only file system"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(READ_ONLY_ROOT))
+def test_a_read_only_root_refuses_what_writes_it(tracked: TrackedContainer, case: str) -> None:
+    """Root, --read-only: what would write the root file system stops the start in one line."""
+    env, message = READ_ONLY_ROOT[case]
+    container = tracked.run(environment={**QUIET, **env}, command=["true"], publish=(), read_only=True,
+                            tmpfs={TMP: "", "/run": ""})
+    assert_refused(tracked, container, message)
+
+
+def test_chown_extra_refuses_a_read_only_mount(tracked: TrackedContainer, tmp_path: Path) -> None:
+    container = tracked.run(environment={**QUIET, "CHOWN_EXTRA": "/data"}, command=["true"], publish=(),
+                            volumes={str(tmp_path): {"bind": "/data", "mode": "ro"}})
+    assert_refused(tracked, container, "CHOWN_EXTRA: /data is on a read-only file system")
+
+
 def test_the_triplet_needs_a_root_start(tracked: TrackedContainer) -> None:
     container = tracked.run(environment={"NB_USER": "root", "NB_UID": "0", "NB_GID": "0"}, user="1000:100", publish=())
     assert_refused(tracked, container, "runs JupyterLab as the container's root, but this container runs as uid 1000")
