@@ -1,6 +1,7 @@
 """Layer 2, the CUDA user-space libraries that TensorFlow 2.9 dlopens, loaded by soname with
 ctypes exactly as TF does, each with its version from its own API. No GPU needed (only the CUDA
-runtime's version getter needs the driver: without one it is read from the image's CUDA_VERSION)."""
+runtime's version getter needs the driver: without one it is read from the image's CUDA_VERSION).
+Then what XLA and the profiler need (xla_tools): libdevice, ptxas, CUPTI."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import ctypes
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from selfcheck import cudalib
+from selfcheck.checks import xla_tools
 from selfcheck.checks.common import cpu_only, declared_cuda
 from selfcheck.model import FAIL, PASS, SKIP, Check
 
@@ -69,6 +71,7 @@ def run() -> List[Check]:
         return [Check(f"lib.{found[0]}", SKIP, found[1])]
     checks = [library(*entry) for entry in LIBRARIES]
     checks.append(cudnn_sublibraries())
+    checks.extend(xla_tools.run())  # libdevice, ptxas, CUPTI: for XLA and the profiler
     return checks
 
 
