@@ -112,7 +112,9 @@ def test_history_shows_the_index_url_verbatim_and_no_ca(kept: dict[str, Any], do
     after = runs[:runs.index(pip_steps[0]) + 1]  # newest first: the pip step and every RUN after it
     assert [recorded_args(line)["PIP_INDEX_URL"] for line in after] == [INDEX] * len(after)
     assert all(recorded_args(line)["PIP_EXTRA_INDEX_URL"] == "" for line in after)
-    apt_step = next(recorded_args(line) for line in runs if "apt-get install" in line)
+    # The first apt step, before the pip step (history lists the newest first; a later apt step,
+    # after `ARG PIP_INDEX_URL`, names it like every RUN there).
+    apt_step = [recorded_args(line) for line in runs if "apt-get install" in line][-1]
     assert "PIP_INDEX_URL" not in apt_step and apt_step["APT_MIRROR"] == ""
     ca_step = next(recorded_args(line) for line in runs if "update-ca-certificates" in line)
     assert ca_step[context.TRUST_BUILD_ARG] == "1"
