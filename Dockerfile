@@ -143,6 +143,36 @@ RUN if [[ "${FTP_PROXY:-}" == *"-----BEGIN CERTIFICATE-----"* ]]; then \
  && rm -f /tmp/build-ca.pem /etc/apt/apt.conf.d/00tf29-env-build-ca \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/debconf/*-old /var/log/apt /var/log/dpkg.log
+# gpu only: what XLA and the profiler need on a GPU and CUDA's runtime bases leave out: ptxas and
+# libdevice (nvidia-cuda-nvcc-cu11) and CUPTI (nvidia-cuda-cupti-cu11), CUDA 11.8's, which CUDA 11's
+# minor-version compatibility runs on any R450+ driver. In the venv (so the SBOM lists them), linked
+# where TF 2.9 finds them without settings: /usr/local/cuda/bin/ptxas, /usr/local/cuda/nvvm, and
+# CUPTI under the soname TF 2.9 dlopens (libcupti.so.11.2) in a system library folder. A step of its
+# own after the Python stack keeps that layer cached; the CAs and indexes as there. The self-check's
+# lib.libdevice, lib.ptxas and lib.cupti check the result.
+RUN if [ "${VARIANT}" = gpu ]; then \
+      if [[ "${FTP_PROXY:-}" == *"-----BEGIN CERTIFICATE-----"* ]]; then \
+        { cat "${PIP_CERT}"; printf '%s\n' "${FTP_PROXY}"; } > /tmp/build-ca.pem \
+        && export PIP_CERT=/tmp/build-ca.pem REQUESTS_CA_BUNDLE=/tmp/build-ca.pem; \
+      fi \
+      && unset FTP_PROXY ftp_proxy \
+      && if [ -z "${PIP_INDEX_URL}" ]; then unset PIP_INDEX_URL; fi \
+      && if [ -z "${PIP_EXTRA_INDEX_URL}" ]; then unset PIP_EXTRA_INDEX_URL; fi \
+      && pip install --no-cache-dir --only-binary=:all: --no-deps \
+           nvidia-cuda-nvcc-cu11==11.8.89 nvidia-cuda-cupti-cu11==11.8.87 \
+      && site="$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
+      && install -d /usr/local/cuda/bin \
+      && ln -s "${site}/nvidia/cuda_nvcc/bin/ptxas" /usr/local/cuda/bin/ptxas \
+      && ln -s "${site}/nvidia/cuda_nvcc/nvvm" /usr/local/cuda/nvvm \
+      && ln -s "${site}/nvidia/cuda_cupti/lib/libcupti.so.11.8" /usr/lib/x86_64-linux-gnu/libcupti.so.11.2 \
+      && /usr/local/cuda/bin/ptxas --version \
+      && test -r /usr/local/cuda/nvvm/libdevice/libdevice.10.bc \
+      && python -c 'import ctypes; ctypes.CDLL("libcupti.so.11.2")' \
+      && pip check \
+      && chgrp -R "${NB_GID}" "${site}/nvidia" && chmod -R g+w "${site}/nvidia" \
+      && rm -rf /root/.cache /tmp/*; \
+    fi
+
 # The dev user's name as built: NB_USER is the user's to override (-e NB_USER=alice renames it).
 ENV TFENV_IMAGE_USER=${NB_USER}
 
