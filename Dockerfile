@@ -251,6 +251,12 @@ RUN ln -s /opt/tf29-env/entrypoint.sh /usr/local/bin/entrypoint.sh \
  && install -d -m 755 /etc/tf29-env/start.d /usr/local/bin/start-notebook.d /usr/local/bin/before-notebook.d \
       /etc/ssh/host-keys
 
+# The quickstart notebooks (docs/notebooks.md), root's and read-only in the home folder beside work/,
+# not in it: JupyterLab's file browser shows them at first open, a folder mounted at work/ is never
+# written to, and no user's edited copy is ever overwritten (Save As puts one in work/). A renamed
+# NB_USER's home takes them along with the image's other files there (20-user).
+COPY notebooks/quickstart/ /home/${NB_USER}/quickstart/
+
 HEALTHCHECK --interval=5s --timeout=3s --start-period=60s --retries=3 \
   CMD ["/usr/bin/python3", "-I", "/opt/tf29-env/healthchecks/healthcheck.py"]
 

@@ -21,8 +21,9 @@ SLIM_TAG_PREFIX = "tf29-env:bench-slim-"
 # The du figures (bench.sizes.WEIGHT) of what the slim Dockerfile removes: the expected saving.
 SLIM_WEIGHTS = ("TensorFlow C++ headers (tensorflow/include)",)
 
-ANCHOR = " && pip check \\\n"
-SLIM_LINE = ' && rm -rf "${VIRTUAL_ENV}"/lib/python3*/site-packages/tensorflow/include \\\n'
+# The main pip step's check, at the start of its line (the gpu-only step's own, indented, is not it).
+ANCHOR = "\n && pip check \\\n"
+SLIM_LINE = '\n && rm -rf "${VIRTUAL_ENV}"/lib/python3*/site-packages/tensorflow/include \\'
 CHECKS = {
     "pip check": ["/opt/venv/bin/pip", "check"],
     "imports": ["/opt/venv/bin/python", "-c", "import tensorflow as tf, keras, jupyterlab, numpy, pandas, matplotlib, "

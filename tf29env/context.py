@@ -30,7 +30,7 @@ from tf29env.paths import REPO
 
 # What the Dockerfile COPYs; .dockerignore lets the same through for plain `docker build .`
 # (tests/unit/test_build_context.py holds the two together).
-CONTEXT_PATHS = ("Dockerfile", "requirements.txt", "ca-certs", "image")
+CONTEXT_PATHS = ("Dockerfile", "requirements.txt", "ca-certs", "image", "notebooks")
 PEM_MARKER = b"-----BEGIN CERTIFICATE-----"
 CERT_RE = re.compile(rb"-----BEGIN CERTIFICATE-----([A-Za-z0-9+/=\s]*?)-----END CERTIFICATE-----")
 # A key file given by mistake (or a combined key+certificate file) must not travel anywhere.
