@@ -107,7 +107,8 @@ def test_history_shows_the_index_url_verbatim_and_no_ca(kept: dict[str, Any], do
     """docs/build.md: each RUN line after `ARG PIP_INDEX_URL` starts `|N ... PIP_INDEX_URL=<url> ...`;
     the apt step, before it, does not name it. The CAs, kept or not, are in no line."""
     runs = [line for line in history(kept["id"]) if line.startswith("|")]
-    pip_steps = [line for line in runs if "pip install" in line]
+    # The Python stack's step (the gpu-only step's pip install comes after it, in both variants' history).
+    pip_steps = [line for line in runs if "pip install" in line and "-r /opt/tf29-env/requirements.lock" in line]
     assert len(pip_steps) == 1
     after = runs[:runs.index(pip_steps[0]) + 1]  # newest first: the pip step and every RUN after it
     assert [recorded_args(line)["PIP_INDEX_URL"] for line in after] == [INDEX] * len(after)
