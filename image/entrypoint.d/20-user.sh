@@ -156,8 +156,14 @@ make_home() {
   [[ $3 == move ]] || return 0
   if ((${#old_mounts[@]} > 0)); then
     warn "${old_mounts[*]} is mounted in ${old}, but the home folder is now /home/${NB_USER} (NB_USER), where JupyterLab opens: mount it there instead (-v ...:/home/${NB_USER}/${old_mounts[0]#"${old}"/})"
-  elif ! setpriv "--reuid=${owner%:*}" "--regid=${owner#*:}" --clear-groups find "${old}" -mindepth 1 -delete 2>/dev/null ||
-    ! rmdir -- "${old}" 2>/dev/null; then
+  else
+    # Root first, for the image's root-owned files there (the read-only ~/quickstart notebooks): it
+    # may empty its own folders even without DAC_OVERRIDE; the owner then removes the rest.
+    find "${old}" -mindepth 1 -delete 2>/dev/null || true
+  fi
+  if ((${#old_mounts[@]} == 0)) &&
+    { ! setpriv "--reuid=${owner%:*}" "--regid=${owner#*:}" --clear-groups find "${old}" -mindepth 1 -delete 2>/dev/null ||
+      ! rmdir -- "${old}" 2>/dev/null; }; then
     log "${old}, the image's home folder before NB_USER, could not be removed; it is left as it is"
   fi
 }
