@@ -79,8 +79,13 @@ RUN useradd --create-home --shell /bin/bash --uid "${NB_UID}" --gid "${NB_GID}" 
  && chmod 2775 "/home/${NB_USER}"
 
 # Python packages; the packages' own test suites (about 40 MiB, bench/README.md) and the venv's
-# copy of Debian's bootstrap wheels (old certifi, pip: unused, flagged by scanners) go. The .pyc
-# files stay: without them `import tensorflow` takes three times as long. PIP_CERT / REQUESTS_CA_BUNDLE point pip and requests at the system store
+# copy of Debian's bootstrap wheels (old certifi, pip: unused, flagged by scanners) go. The shared
+# objects lose their static symbol tables (`strip --strip-unneeded`: about 215 MiB, 115 of them in
+# TensorFlow's _pywrap_tensorflow_internal.so): the dynamic symbols that imports and custom ops link
+# against stay, only a native crash's stack trace loses the names of internal functions (reinstall
+# the wheel to debug one). binutils comes and goes in this step, and auditwheel's *.libs folders are
+# left alone (patchelf-edited files). The .pyc files stay: without them `import tensorflow` takes
+# three times as long. PIP_CERT / REQUESTS_CA_BUNDLE point pip and requests at the system store
 # (the distro's CAs, plus those kept with TRUST_CA_CERTS) instead of certifi's copy, for users; the
 # pip step below points both at its own bundle while it adds the build-only CAs (both: pip's
 # requests takes REQUESTS_CA_BUNDLE over PIP_CERT).
@@ -100,6 +105,7 @@ ARG VARIANT=gpu
 ARG PIP_INDEX_URL=
 ARG PIP_EXTRA_INDEX_URL=
 COPY requirements.txt /opt/tf29-env/requirements.txt
+# hadolint ignore=DL3008
 RUN case "${VARIANT}" in \
       gpu) cp /opt/tf29-env/requirements.txt /opt/tf29-env/requirements.lock ;; \
       cpu) sed -E 's/^tensorflow==/tensorflow-cpu==/' /opt/tf29-env/requirements.txt \
@@ -108,16 +114,25 @@ RUN case "${VARIANT}" in \
     esac \
  && if [[ "${FTP_PROXY:-}" == *"-----BEGIN CERTIFICATE-----"* ]]; then \
       { cat "${PIP_CERT}"; printf '%s\n' "${FTP_PROXY}"; } > /tmp/build-ca.pem \
-      && export PIP_CERT=/tmp/build-ca.pem REQUESTS_CA_BUNDLE=/tmp/build-ca.pem; \
+      && export PIP_CERT=/tmp/build-ca.pem REQUESTS_CA_BUNDLE=/tmp/build-ca.pem \
+      && echo 'Acquire::https::CaInfo "/tmp/build-ca.pem";' > /etc/apt/apt.conf.d/00tf29-env-build-ca; \
     fi \
  && unset FTP_PROXY ftp_proxy \
  && if [ -z "${PIP_INDEX_URL}" ]; then unset PIP_INDEX_URL; fi \
  && if [ -z "${PIP_EXTRA_INDEX_URL}" ]; then unset PIP_EXTRA_INDEX_URL; fi \
+ && apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends binutils \
  && python3 -m venv "${VIRTUAL_ENV}" \
  && pip install --no-cache-dir --only-binary=:all: \
       "$(grep -E '^pip==' /opt/tf29-env/requirements.lock)" \
  && pip install --no-cache-dir --only-binary=:all: -r /opt/tf29-env/requirements.lock \
  && find "${VIRTUAL_ENV}/lib" -type d -name tests -path "*/site-packages/*" -prune -exec rm -rf {} + \
+ && find "${VIRTUAL_ENV}/lib" -type f \( -name '*.so' -o -name '*.so.[0-9]*' \) ! -path '*.libs/*' \
+      -exec strip --strip-unneeded {} + \
+ && DEBIAN_FRONTEND=noninteractive apt-get purge -y --auto-remove binutils \
+ && rm -f /etc/apt/apt.conf.d/00tf29-env-build-ca \
+ && apt-get clean \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/debconf/*-old /var/log/apt /var/log/dpkg.log \
  && pip check \
  && python -c "import tensorflow, keras, jupyterlab, jupyterhub.singleuser, numpy, pandas, matplotlib, ipywidgets" \
  && rm -rf "${VIRTUAL_ENV}/share/python-wheels" \
@@ -148,7 +163,8 @@ RUN if [[ "${FTP_PROXY:-}" == *"-----BEGIN CERTIFICATE-----"* ]]; then \
 # minor-version compatibility runs on any R450+ driver. In the venv (so the SBOM lists them), linked
 # where TF 2.9 finds them without settings: /usr/local/cuda/bin/ptxas, /usr/local/cuda/nvvm, and
 # CUPTI under the soname TF 2.9 dlopens (libcupti.so.11.2) in a system library folder. A step of its
-# own after the Python stack keeps that layer cached; the CAs and indexes as there. The self-check's
+# own after the Python stack keeps that layer cached; the CAs and indexes as there. libnvvm.so (27 MiB)
+# goes: TF 2.9's XLA makes PTX with LLVM and assembles it with ptxas; nothing in it loads NVVM. The self-check's
 # lib.libdevice, lib.ptxas and lib.cupti check the result.
 RUN if [ "${VARIANT}" = gpu ]; then \
       if [[ "${FTP_PROXY:-}" == *"-----BEGIN CERTIFICATE-----"* ]]; then \
@@ -165,6 +181,7 @@ RUN if [ "${VARIANT}" = gpu ]; then \
       && ln -s "${site}/nvidia/cuda_nvcc/bin/ptxas" /usr/local/cuda/bin/ptxas \
       && ln -s "${site}/nvidia/cuda_nvcc/nvvm" /usr/local/cuda/nvvm \
       && ln -s "${site}/nvidia/cuda_cupti/lib/libcupti.so.11.8" /usr/lib/x86_64-linux-gnu/libcupti.so.11.2 \
+      && rm "${site}/nvidia/cuda_nvcc/nvvm/lib64/libnvvm.so" \
       && /usr/local/cuda/bin/ptxas --version \
       && test -r /usr/local/cuda/nvvm/libdevice/libdevice.10.bc \
       && python -c 'import ctypes; ctypes.CDLL("libcupti.so.11.2")' \
