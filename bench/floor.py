@@ -26,6 +26,7 @@ PIP_ROOTS = ("tensorflow", "jupyterlab", "numpy", "pandas", "matplotlib")
 TF_NAMES = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu")
 APT_ROOTS = ("python3",)
 TOP_GROUPS = 12
+OUR_PYTHON = "/opt/venv/bin/python"  # the venv that holds every pip package (the Dockerfile's VIRTUAL_ENV)
 KIB = 1024
 
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import machine, targets
+from bench import machine, sidereport, targets
 from tf29env.manifest import human_size
 
 SCHEMA = "tf29-env/bench/v1"
@@ -71,16 +71,40 @@ def slim_cell(result: dict[str, Any]) -> str:
             f"self-check {'same' if same else 'DIFFERENT'})")
 
 
+def pull_cell(result: dict[str, Any]) -> str:
+    pull = result.get("pull")
+    if not pull:
+        return "-"
+    return f"{size_cell(pull['whole_bytes'])} / {size_cell(pull['ours_bytes'])}"
+
+
+def buildkit_warm_cell(result: dict[str, Any]) -> str:
+    buildkit = dig(result, "build", "buildkit")
+    if not buildkit:
+        return "-"
+    text = seconds(buildkit["warm_s"])
+    if not buildkit["cold_s"]:
+        return text
+    return f"{text}; {buildkit['warm_s']['median'] / buildkit['cold_s']:.1%} of BuildKit's cold"
+
+
 ROWS: list[tuple[str, Cell]] = [
     ("image size, total", lambda r: size_cell(dig(r, "size", "total_bytes"))),
     ("- the base image", lambda r: size_cell(dig(r, "size", "base_bytes"))),
     ("- our layers on top", lambda r: size_cell(dig(r, "size", "ours_bytes"))),
     ("cold build: docker build, no cache", lambda r: plain_seconds(dig(r, "build", "cold_docker_build_s"))),
     ("cold build: all of build.py's build (+ probe, labels)", lambda r: plain_seconds(dig(r, "build", "cold_tool_s"))),
+    ("- the floor: what must ship (TF, Jupyter, numpy/pandas/matplotlib, Python)",
+     lambda r: size_cell(dig(r, "floor", "floor_bytes"))),
+    ("- beyond the floor (details below)", lambda r: size_cell(dig(r, "floor", "gap_bytes"))),
+    ("pull: whole image / our layers, compressed (--side-by-side)", pull_cell),
+    ("cold build: BuildKit (buildx), no cache (--side-by-side)",
+     lambda r: plain_seconds(dig(r, "build", "buildkit", "cold_s"))),
     ("build.py's build, nothing changed", lambda r: plain_seconds(dig(r, "build", "tool_nochange_s"))),
     ("warm rebuild, entrypoint.sh changed", warm_cell("entrypoint")),
     ("warm rebuild, self-check changed", warm_cell("selfcheck")),
     ("warm rebuild, requirements.txt changed", warm_cell("requirements")),
+    ("warm rebuild, entrypoint.sh changed, BuildKit (--side-by-side)", buildkit_warm_cell),
     ("docker run -> Jupyter GET /api 200", lambda r: seconds(dig(r, "startup", "jupyter_s"))),
     ("docker run -> healthy", lambda r: seconds(dig(r, "startup", "healthy_s"))),
     ("selfcheck --json, docker exec wall time", lambda r: seconds(dig(r, "selfcheck", "wall_s"))),
@@ -117,6 +141,25 @@ def targets_table(document: dict[str, Any]) -> list[str]:
                  [[v.target, v.variant, v.measured or "-", v.word] for v in verdicts])
 
 
+def side_by_side(document: dict[str, Any]) -> list[str]:
+    recipe = document.get("official")
+    ours = document["variants"].get("gpu")
+    if not recipe or not ours:
+        return []
+    lines = ["", "## Side by side: ours and TensorFlow's gpu-jupyter recipe on the same base", "",
+             f"Both built in this run on `{recipe['base']}`; the recipe is bench/official/Dockerfile.", ""]
+    lines += table(["measure", f"ours ({ours['image']})", f"TensorFlow's recipe ({recipe['image']})", "ours / recipe"],
+                   sidereport.rows(ours, recipe))
+    if recipe.get("deviations"):
+        lines += ["", "What the fixture changes or leaves out of the recipe:", ""]
+        lines += [f"- {text}" for text in recipe["deviations"]]
+    floor = sidereport.floor_rows(recipe)
+    if floor:
+        lines += ["", "### the recipe: the floor and what is beyond it", ""]
+        lines += table(["part", "size", "packages"], floor)
+    return lines
+
+
 def details(document: dict[str, Any]) -> list[str]:
     lines: list[str] = []
     for name, result in document["variants"].items():
@@ -132,13 +175,18 @@ def details(document: dict[str, Any]) -> list[str]:
         lines.append("")
         lines += table(["in our layers (du -sb in a container)", "size"],
                        [[what, human_size(value)] for what, value in size["candidates_bytes"].items()])
+        floor = sidereport.floor_rows(result)
+        if floor:
+            lines.append("")
+            lines += table(["our layers: the floor and what is beyond it", "size", "packages"], floor)
     return lines
 
 
 def markdown(document: dict[str, Any]) -> str:
     lines = ["# tf29-env benchmarks", "", machine.header_line(document["machine"]), "",
              f"`python -m bench {' '.join(document['argv'])}`".replace(" `", "`"), "",
-             *main_table(document), "", "## Targets", "", *targets_table(document), *details(document)]
+             *main_table(document), *side_by_side(document), "", "## Targets", "", *targets_table(document),
+             *details(document)]
     return "\n".join(lines) + "\n"
 
 

@@ -15,6 +15,7 @@ from tf29env.facts import run_in_image
 TOP_PACKAGES = 10
 TOP_LAYERS = 5
 SP = "/opt/venv/lib/python3*/site-packages"
+OWN_FILES = "the project's own files (/opt/tf29-env)"
 # name -> a shell expression printing apparent bytes (du -sb); each is one candidate for cutting.
 WEIGHT = {
     "bytecode: __pycache__ in /opt/venv": "find /opt/venv -type d -name __pycache__ -prune -print0",
@@ -24,7 +25,7 @@ WEIGHT = {
     "apt caches (/var/cache/apt)": "find /var/cache/apt -maxdepth 0 -print0",
     "pip caches (/root/.cache, venv share/python-wheels)":
         "find /root/.cache /opt/venv/share/python-wheels -maxdepth 0 -print0",
-    "the project's own files (/opt/tf29-env)": "find /opt/tf29-env -maxdepth 0 -print0",
+    OWN_FILES: "find /opt/tf29-env -maxdepth 0 -print0",
 }
 
 
