@@ -17,16 +17,13 @@ from typing import Any
 
 import docker.errors
 import pytest
-import requests
 from docker import DockerClient
 
-from testkit.net import free_host_port
-from testkit.wait import wait_until
+from testkit.registry import local_registry
 from tests.conftest import host_ca_certs
 from tf29env.paths import REPO
 
 REPOSITORY = "tf29-env-buildtest"
-REGISTRY_BINARY = Path("/usr/bin/docker-registry")
 
 
 @dataclass(frozen=True)
@@ -78,25 +75,8 @@ def built(docker_client: DockerClient, output_dir: Path) -> Iterator[dict[str, d
 @pytest.fixture(scope="session")
 def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Debian's docker-registry on 127.0.0.1:<free port>, storing into a temporary directory."""
-    assert REGISTRY_BINARY.exists(), f"{REGISTRY_BINARY} is missing: apt-get install docker-registry"
-    root = tmp_path_factory.mktemp("registry")
-    port = free_host_port()
-    config = root / "config.yml"
-    config.write_text(
-        "version: 0.1\n"
-        "log:\n  level: warn\n"
-        f"storage:\n  filesystem:\n    rootdirectory: {root / 'data'}\n  delete:\n    enabled: true\n"
-        f"http:\n  addr: 127.0.0.1:{port}\n"
-    )
-    with (root / "registry.log").open("w") as log:
-        proc = subprocess.Popen([str(REGISTRY_BINARY), "serve", str(config)], stdout=log, stderr=subprocess.STDOUT)
-    try:
-        wait_until(lambda: requests.get(f"http://127.0.0.1:{port}/v2/", timeout=2).status_code == 200,
-                   timeout=30, what="the local registry answering")
-        yield f"127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    with local_registry(tmp_path_factory.mktemp("registry")) as address:
+        yield address
 
 
 @pytest.fixture
