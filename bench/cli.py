@@ -1,8 +1,12 @@
 """`python -m bench [--variant cpu|gpu ...] [--runs N] [--skip-cold] [--skip-builds] [--image REF]
-[--slim VARIANT ...] [--output PATH] [--keep-images]`: measure, print the table, write JSON and Markdown.
+[--slim VARIANT ...] [--side-by-side] [--output PATH] [--keep-images]`: measure, print the table,
+write JSON and Markdown.
 
 Without --image each variant is built on its stand-in base as tf29-env:bench-VARIANT (removed at
-the end unless --keep-images). Every failure is one line on stderr and a non-zero exit."""
+the end unless --keep-images). --side-by-side adds TensorFlow's own recipe on the gpu stand-in base
+(bench.official), the compressed pull sizes of both (bench.pullsize) and BuildKit's builds of ours
+(bench.builders), after everything else, so that its builds and pushes slow no other timing.
+Every failure is one line on stderr and a non-zero exit."""
 
 import argparse
 import sys
@@ -15,7 +19,7 @@ from typing import Any, NoReturn
 import docker.errors
 from docker import DockerClient
 
-from bench import builds, contexts, incontainer, machine, report, sizes, slim, startup
+from bench import builds, contexts, floor, incontainer, machine, official, report, sidebyside, sizes, slim, startup
 from bench.errors import BenchError
 from bench.stats import ratio, summarize
 from testkit.ssh import make_keypair
@@ -58,6 +62,10 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--slim", action="append", choices=sorted(VARIANTS), default=[], metavar="VARIANT",
                         help="for this variant (repeatable), also build the Dockerfile without TensorFlow's C++ "
                              "headers, and compare (a whole build: minutes)")
+    parser.add_argument("--side-by-side", action="store_true",
+                        help="also build TensorFlow's own gpu-jupyter recipe on the gpu stand-in base and compare: "
+                             "sizes, the floor, compressed pull sizes, builds (classic and BuildKit), start-up "
+                             "(needs the gpu variant; tens of minutes)")
     parser.add_argument("--ca-cert", action="append", type=Path, metavar="PATH",
                         help=f"extra CA certificates for the builds (default: {HOST_CA_DIR} when it holds *.crt)")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, metavar="PATH",
@@ -79,6 +87,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     except OSError as exc:
         raise BenchError(f"--output {args.output}: cannot write there ({exc.strerror})") from None
     args.variant = args.variant or ["cpu", "gpu"]
+    if args.side_by_side and not args.image and "gpu" not in args.variant:
+        raise BenchError("--side-by-side compares the gpu variant with TensorFlow's gpu recipe: add --variant gpu")
     if args.ca_cert is None:
         args.ca_cert = [HOST_CA_DIR] if any(HOST_CA_DIR.glob("*.crt")) else []
     return args
@@ -179,6 +189,9 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
                 say(f"{image}: sizes (docker history, pip inventory, du)")
                 size = sizes.measure(client, image)
                 result["size"] = size.to_json()
+                say(f"{image}: the floor (pip and dpkg metadata)")
+                result["floor"] = floor.measure(client, image, floor.OUR_PYTHON, size.base, size.split.ours_bytes,
+                                                size.weight[sizes.OWN_FILES])
                 result.update(measure_runs(client, image, args.runs, public_key))
                 if name in args.slim:
                     say(f"{name}: the slim Dockerfile (a whole build: minutes)")
@@ -187,6 +200,11 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
                                                   builds.ca_args(args.ca_cert), size, log)
                 document["variants"][name] = result
                 # Written after each variant, so that a later failure keeps what was measured.
+                report.write(document, args.output)
+            if args.side_by_side:
+                tagged.append(official.OFFICIAL_TAG)
+                sidebyside.measure(client, document, sidebyside.Options(
+                    ca_certs=args.ca_cert, runs=args.runs, built_here=not (args.image or args.skip_builds)), say, log)
                 report.write(document, args.output)
         finally:
             if not args.keep_images:

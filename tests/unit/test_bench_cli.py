@@ -25,6 +25,7 @@ def test_defaults(tmp_path: Path) -> None:
     (["--output", "results.md"], "name a .json file"),
     (["--output", "/proc/no/such/dir/r.json"], "cannot write there"),
     (["--frobnicate"], "unrecognized arguments"),
+    (["--side-by-side", "--variant", "cpu"], "add --variant gpu"),
 ])
 def test_bad_input_is_one_line(argv: list[str], message: str) -> None:
     with pytest.raises(BenchError, match=message) as info:
