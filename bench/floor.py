@@ -26,6 +26,10 @@ PIP_ROOTS = ("tensorflow", "jupyterlab", "numpy", "pandas", "matplotlib")
 TF_NAMES = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu")
 APT_ROOTS = ("python3",)
 TOP_GROUPS = 12
+# What no package owns: files outside packages, bytes a later layer replaced or deleted (still in
+# the lower layer), and the rounding of dpkg's Installed-Size estimates.
+REST = ("the rest (files outside packages: apt's lists and .debs; bytes later layers replaced or deleted; "
+        "dpkg's size estimates)")
 OUR_PYTHON = "/opt/venv/bin/python"  # the venv that holds every pip package (the Dockerfile's VIRTUAL_ENV)
 KIB = 1024
 
@@ -145,7 +149,7 @@ def analyse(probe: Mapping[str, Any], base_dpkg: Mapping[str, Mapping[str, Any]]
     if hidden:
         rows.append({"what": f"{len(hidden)} smaller groups", "bytes": sum(g.bytes for g in hidden),
                      "parts": sum(g.parts for g in hidden)})
-    rows.append({"what": "the rest (files outside packages, dpkg/apt state, Installed-Size rounding)",
+    rows.append({"what": REST,
                  "bytes": gap - sum(group.bytes for group in found), "parts": 0})
     return {"roots": roots, "roots_missing": [root for root in roots if root not in by_name],
             "floor_bytes": floor_bytes, "floor_parts": floor_parts, "floor_pip_packages": len(floor_pip),
