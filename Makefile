@@ -59,7 +59,7 @@ test: $(VENV)/.done ## run the whole test suite (builds the image on the stand-i
 lint: $(VENV)/.done ## ruff, mypy, shellcheck, hadolint (the list is tests/unit/test_lint.py)
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit/test_lint.py
 
-bench: $(VENV)/.done ## measure size, build, start-up and self-check times (bench/README.md); minutes
+bench: $(VENV)/.done ## measure size, build, start-up and self-check times; BENCH_ARGS=--side-by-side adds TF's own recipe (bench/README.md)
 	$(PY) -m bench $(BENCH_ARGS)
 
 clean: ## remove the tf29-env container, build output and caches (images and volumes stay)
