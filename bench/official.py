@@ -18,7 +18,7 @@ from typing import Any
 
 from docker import DockerClient
 
-from bench import layers, stats
+from bench import layers, sizes, stats
 from bench.builds import drop_replaced, previous_id
 from bench.errors import BenchError
 from bench.startup import POLL_S, jupyter_answers
@@ -138,8 +138,7 @@ def recipe_step(step: str) -> str:
 
 def size_json(split: layers.LayerSplit, engine_size: int, image: str) -> dict[str, Any]:
     """The layer figures, checked against the engine's own size as bench/sizes.py does."""
-    if split.total != engine_size:
-        raise BenchError(f"{image}: its layers add up to {split.total} bytes, the engine says {engine_size}")
+    sizes.check_total(split, engine_size, image)
     return {"total_bytes": split.total, "base_bytes": split.base, "added_bytes": split.ours_bytes,
             "split_by": split.found_by,
             "largest_layers": [{"bytes": layer.size, "step": recipe_step(layer.step)[:120]}
@@ -174,10 +173,8 @@ def build(client: DockerClient, base: str, cas: dict[str, str], log: Log) -> tup
     return image_id, seconds
 
 
-def sizes(client: DockerClient, image: str, base: str) -> dict[str, Any]:
-    base_id = str(engine.inspect(client, base)["Id"])
-    split = layers.split(client.api.history(image), base_id, len(client.api.history(base)))
-    return size_json(split, int(engine.inspect(client, image)["Size"]), image)
+def image_sizes(client: DockerClient, image: str, base: str) -> dict[str, Any]:
+    return size_json(sizes.history_split(client, image, base), int(engine.inspect(client, image)["Size"]), image)
 
 
 def timed_command(client: DockerClient, image: str, argv: list[str]) -> tuple[int, str, float]:
@@ -225,7 +222,7 @@ def measure(client: DockerClient, base: str, cas: dict[str, str], runs: int, log
     log(f"official: TensorFlow's gpu-jupyter recipe, docker build with no cache on {base}")
     _, cold_s = build(client, base, cas, log)
     result: dict[str, Any] = {"image": OFFICIAL_TAG, "base": base, "cold_build_s": round(cold_s, 1),
-                              **sizes(client, OFFICIAL_TAG, base)}
+                              **image_sizes(client, OFFICIAL_TAG, base)}
     status, output, seconds = timed_command(client, OFFICIAL_TAG, IMPORT)
     result["import_tensorflow"] = {**command_json(status, output), "seconds": round(seconds, 3)}
     status, output, _ = timed_command(client, OFFICIAL_TAG, PIP_LIST)

@@ -76,13 +76,22 @@ def base_of(client: DockerClient, image: str) -> str:
     return base
 
 
+def history_split(client: DockerClient, image: str, base: str) -> layers.LayerSplit:
+    """bench.layers.split of the image's history at its base (by the base's id, or its entry count)."""
+    base_id = str(engine.inspect(client, base)["Id"])
+    return layers.split(client.api.history(image), base_id, len(client.api.history(base)))
+
+
+def check_total(split: layers.LayerSplit, engine_size: int, image: str) -> None:
+    """The layers must add up to the engine's own size of the image, or the split is wrong."""
+    if split.total != engine_size:
+        raise BenchError(f"{image}: its layers add up to {split.total} bytes, the engine says {engine_size}")
+
+
 def measure(client: DockerClient, image: str) -> ImageSize:
     base = base_of(client, image)
-    base_id = str(engine.inspect(client, base)["Id"])
-    split = layers.split(client.api.history(image), base_id, len(client.api.history(base)))
-    image_size = int(engine.inspect(client, image)["Size"])
-    if split.total != image_size:
-        raise BenchError(f"{image}: its layers add up to {split.total} bytes, the engine says {image_size}")
+    split = history_split(client, image, base)
+    check_total(split, int(engine.inspect(client, image)["Size"]), image)
     pip = sorted(run_in_image(client, image, "inventory")["pip"], key=lambda p: int(p["bytes"]), reverse=True)
     packages = [{"name": p["name"], "version": p["version"], "bytes": int(p["bytes"])} for p in pip[:TOP_PACKAGES]]
     status, output = engine.run_command(client, image, ["/bin/bash", "-c", du_script()])

@@ -11,7 +11,7 @@ from typing import Any
 
 from docker import DockerClient
 
-from bench import builds, contexts, incontainer, layers
+from bench import builds, contexts, incontainer, sizes
 from bench.sizes import ImageSize
 from tf29env import engine
 from tf29env.log import Log
@@ -46,8 +46,7 @@ def measure(client: DockerClient, original: bytes, base: str, variant: Variant, 
     old_id = builds.previous_id(client, tag)
     image_id, seconds = builds.single_pass(client, tar, base, variant, cas, log, tag=tag)
     builds.drop_replaced(client, old_id, image_id)
-    split = layers.split(client.api.history(tag), str(engine.inspect(client, base)["Id"]),
-                         len(client.api.history(base)))
+    split = sizes.history_split(client, tag, base)
     checks = []
     for name, argv in CHECKS.items():
         status, output = engine.run_command(client, tag, argv)
