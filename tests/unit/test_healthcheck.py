@@ -15,6 +15,8 @@ from types import ModuleType
 
 import pytest
 
+from testkit.wait import wait_until
+
 SCRIPT = Path(__file__).resolve().parents[2] / "image" / "healthchecks" / "healthcheck.py"
 SSHD_CONFIG = SCRIPT.parents[1] / "ssh" / "sshd_config"
 
@@ -170,6 +172,11 @@ def sshd_listener(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[C
         title = f"sshd: /usr/sbin/sshd -D -e [listener] {startups} startups"
         process = subprocess.Popen([title, "60"], executable="/bin/sleep")
         started.append(process)
+        # Popen returns once exec has begun, before the kernel has set the new argument area: for a
+        # moment /proc/PID/cmdline reads empty. A real sshd titled itself long before any probe.
+        cmdline = Path(f"/proc/{process.pid}/cmdline")
+        wait_until(lambda: title.encode() in cmdline.read_bytes(), timeout=10, interval=0.01,
+                   what=f"the title of pid {process.pid}")
         pid_file = tmp_path / "sshd.pid"
         pid_file.write_text(f"{process.pid}\n")
         monkeypatch.setattr(module, "SSHD_PID_FILE", pid_file)
