@@ -29,6 +29,9 @@ declare -A wanted=(
   [debootstrap]=debootstrap
   [docker-compose]=docker-compose
   [docker-registry]=docker-registry
+  # tests/image/test_custom_op.py builds a custom op against the image's headers, as a user would
+  # (the image ships no compiler)
+  [g++]=g++
   [make]=make
   [ssh-keygen]=openssh-client
   [shellcheck]=shellcheck
