@@ -85,9 +85,9 @@ RUN useradd --create-home --shell /bin/bash --uid "${NB_UID}" --gid "${NB_GID}" 
 
 # Python packages; the packages' own test suites (about 40 MiB, bench/README.md) and the venv's
 # copy of Debian's bootstrap wheels (old certifi, pip: unused, flagged by scanners) go, and so does
-# tensorflow/include/external (68 MiB, half of it LLVM/MLIR): TensorFlow's compile flags put only
-# the include folder on the path and no header outside external/ names a path into it, so custom
-# ops never reach it (tests/image/test_custom_op.py builds one against the image). The shared
+# tensorflow/include/external (57 MiB of the layer, about half of it LLVM/MLIR): TensorFlow's
+# compile flags put only the include folder on the path and no header outside external/ names a
+# path into it, so custom ops never reach it (tests/image/test_custom_op.py builds one against the image). The shared
 # objects lose their static symbol tables (`strip --strip-unneeded`: about 215 MiB, 115 of them in
 # TensorFlow's _pywrap_tensorflow_internal.so): the dynamic symbols that imports and custom ops link
 # against stay, only a native crash's stack trace loses the names of internal functions (reinstall
