@@ -83,20 +83,20 @@ RUN useradd --create-home --shell /bin/bash --uid "${NB_UID}" --gid "${NB_GID}" 
  && install -d -m 2775 -o "${NB_UID}" -g "${NB_GID}" "/home/${NB_USER}/work" "/home/${NB_USER}/.nv" \
  && chmod 2775 "/home/${NB_USER}"
 
-# Python packages; the packages' own test suites (about 40 MiB, bench/README.md) and the venv's
-# copy of Debian's bootstrap wheels (old certifi, pip: unused, flagged by scanners) go, and so does
+# Python packages; the packages' own test suites (about 40 MiB, bench/README.md) and the venv's copy
+# of Debian's bootstrap wheels (old certifi, pip: unused, flagged by scanners) go, and so does
 # tensorflow/include/external (57 MiB of the layer, about half of it LLVM/MLIR): TensorFlow's
-# compile flags put only the include folder on the path and no header outside external/ names a
-# path into it, so custom ops never reach it (tests/image/test_custom_op.py builds one against the image). The shared
-# objects lose their static symbol tables (`strip --strip-unneeded`: about 215 MiB, 115 of them in
-# TensorFlow's _pywrap_tensorflow_internal.so): the dynamic symbols that imports and custom ops link
-# against stay, only a native crash's stack trace loses the names of internal functions (reinstall
-# the wheel to debug one). binutils comes and goes in this step, and auditwheel's *.libs folders are
-# left alone (patchelf-edited files). The .pyc files stay: without them `import tensorflow` takes
-# three times as long. PIP_CERT / REQUESTS_CA_BUNDLE point pip and requests at the system store
-# (the distro's CAs, plus those kept with TRUST_CA_CERTS) instead of certifi's copy, for users; the
-# pip step below points both at its own bundle while it adds the build-only CAs (both: pip's
-# requests takes REQUESTS_CA_BUNDLE over PIP_CERT).
+# compile flags put only the include folder on the path and no header outside external/ names a path
+# into it, so custom ops never reach it (tests/image/test_custom_op.py builds one against the
+# image). The shared objects lose their static symbol tables (`strip --strip-unneeded`: about 215
+# MiB, 115 of them in TensorFlow's _pywrap_tensorflow_internal.so): the dynamic symbols that imports
+# and custom ops link against stay, only a native crash's stack trace loses the names of internal
+# functions (reinstall the wheel to debug one). binutils comes and goes in this step, and
+# auditwheel's *.libs folders are left alone (patchelf-edited files). The .pyc files stay: without
+# them `import tensorflow` takes three times as long. PIP_CERT / REQUESTS_CA_BUNDLE point pip and
+# requests at the system store (the distro's CAs, plus those kept with TRUST_CA_CERTS) instead of
+# certifi's copy, for users; the pip step below points both at its own bundle while it adds the
+# build-only CAs (both: pip's requests takes REQUESTS_CA_BUNDLE over PIP_CERT).
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:${PATH} \
     PIP_CERT=/etc/ssl/certs/ca-certificates.crt \
