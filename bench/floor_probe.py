@@ -3,8 +3,9 @@ with the bytes of its files on disk, and dpkg's installed packages. Prints one J
 
 Also imported on the host, for `parse_dpkg_status` (a base image without Python is read with
 `cat /var/lib/dpkg/status`). Sizes are on-disk file sizes of the files each RECORD lists, so a
-file changed after install (stripped, say) counts as it is; bytecode is counted apart, because
-Python can run without it (slower) while it cannot run without the rest."""
+file changed after install (stripped, say) counts as it is, and once however many paths reach it
+(JupyterLab's core-mode folder is a link to its app); bytecode is counted apart, because Python can
+run without it (slower) while it cannot run without the rest."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import os
 import re
 import stat
 import sys
+from collections.abc import Iterable
 from importlib import metadata
 
 DPKG_STATUS = "/var/lib/dpkg/status"
@@ -46,26 +48,35 @@ def parse_dpkg_status(text: str) -> dict[str, dict[str, object]]:
     return packages
 
 
+def file_bytes(entries: Iterable[tuple[str, str]], seen: set[tuple[int, int]]) -> dict[str, int]:
+    """Bytes of code, bytecode and headers among ENTRIES (each its RECORD name and its path), each file
+    counted once: a file reached again (through a linked folder, or a hard link) is in SEEN, by its
+    device and inode, and counts for whoever reached it first."""
+    sizes = {"bytes": 0, "pyc_bytes": 0, "header_bytes": 0}
+    for name, path in entries:
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if not stat.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino) in seen:
+            continue
+        seen.add((info.st_dev, info.st_ino))
+        if name.endswith(".pyc"):
+            sizes["pyc_bytes"] += info.st_size
+        elif name.startswith(HEADER_PREFIXES):
+            sizes["header_bytes"] += info.st_size
+        else:
+            sizes["bytes"] += info.st_size
+    return sizes
+
+
 def distributions() -> list[dict[str, object]]:
     found: list[dict[str, object]] = []
+    seen: set[tuple[int, int]] = set()
     for dist in metadata.distributions():
-        code = bytecode = headers = 0
-        for entry in dist.files or []:
-            try:
-                info = os.lstat(str(entry.locate()))
-            except OSError:
-                continue
-            if not stat.S_ISREG(info.st_mode):
-                continue
-            name = str(entry)
-            if name.endswith(".pyc"):
-                bytecode += info.st_size
-            elif name.startswith(HEADER_PREFIXES):
-                headers += info.st_size
-            else:
-                code += info.st_size
+        entries = [(str(entry), str(entry.locate())) for entry in dist.files or []]
         found.append({"name": dist.metadata["Name"], "version": dist.version, "requires": list(dist.requires or []),
-                      "bytes": code, "pyc_bytes": bytecode, "header_bytes": headers})
+                      **file_bytes(entries, seen)})
     return found
 
 

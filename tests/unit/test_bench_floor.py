@@ -4,6 +4,8 @@ Recorded data: the dpkg stanzas are `dpkg -s` of tf29-env:test-gpu (Debian 11, 2
 Requires-Dist lists are importlib.metadata's `requires` for pandas 2.0.3 and jupyter-server-proxy
 4.5.0 in the same image (shortened to a few of their extras)."""
 
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -113,3 +115,21 @@ def test_analyse_names_missing_roots() -> None:
     document["dists"] = [d for d in document["dists"] if d["name"] not in ("jupyterlab", "tensorflow-cpu")]
     result = floor.analyse(document, {}, added_bytes=10**6)
     assert result["roots_missing"] == ["tensorflow", "jupyterlab"]
+
+
+def test_a_file_reached_twice_counts_once(tmp_path: Path) -> None:
+    """As in the image: jupyterlab/static is a link to share/jupyter/lab/static, and the wheel's
+    RECORD lists both paths; a hard link is one file too."""
+    served = tmp_path / "share" / "static"
+    served.mkdir(parents=True)
+    (served / "main.js").write_bytes(b"x" * 1000)
+    (served / "main.pyc").write_bytes(b"y" * 10)
+    (tmp_path / "core").symlink_to(served)
+    os.link(served / "main.js", tmp_path / "copy.js")
+    entries = [(f"share/static/{name}", str(served / name)) for name in ("main.js", "main.pyc")]
+    entries += [("core/main.js", str(tmp_path / "core" / "main.js")), ("copy.js", str(tmp_path / "copy.js")),
+                ("gone.js", str(tmp_path / "gone.js")), ("core", str(tmp_path / "core"))]
+    seen: set[tuple[int, int]] = set()
+    assert floor_probe.file_bytes(entries, seen) == {"bytes": 1000, "pyc_bytes": 10, "header_bytes": 0}
+    # Another distribution listing the same file gets nothing for it.
+    assert floor_probe.file_bytes([("x/main.js", str(served / "main.js"))], seen)["bytes"] == 0
