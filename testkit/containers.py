@@ -59,6 +59,15 @@ class TrackedContainer:
         result = container.wait(timeout=timeout)
         return int(result["StatusCode"])
 
+    def last_line_of(self, command: list[str], timeout: float = 300, **kwargs: Any) -> str:
+        """Run COMMAND in a new container without ports to its end, assert that it exits 0, and return
+        the last line it printed: where the probes that tests run in the image print their result."""
+        container = self.run(publish=(), command=command, **kwargs)
+        code = self.wait_exit(container, timeout=timeout)
+        logs = self.logs(container)
+        assert code == 0, logs[-3000:]
+        return logs.strip().splitlines()[-1]
+
     def logs(self, container: Container) -> str:
         return str(container.logs().decode(errors="replace"))
 

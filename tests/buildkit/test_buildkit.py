@@ -59,9 +59,8 @@ def test_jupyter_ssh_and_health(docker_client: DockerClient, buildkit_image: str
 def ca_report(docker_client: DockerClient, image: str, lines: list[str]) -> dict[str, object]:
     tracked = TrackedContainer(docker_client, image)
     try:
-        container = tracked.run(publish=(), command=["python", "-c", CA_PROBE, *lines])
-        assert tracked.wait_exit(container, timeout=120) == 0, tracked.logs(container)
-        report: dict[str, object] = json.loads(tracked.logs(container).strip().splitlines()[-1])
+        report: dict[str, object] = json.loads(tracked.last_line_of(["python", "-c", CA_PROBE, *lines],
+                                                                    timeout=120))
         return report
     finally:
         tracked.remove_all()

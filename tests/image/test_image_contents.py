@@ -22,16 +22,8 @@ print(json.dumps({
 """
 
 
-def run_probe(tracked: TrackedContainer, *command: str) -> str:
-    container = tracked.run(publish=(), command=list(command))
-    code = tracked.wait_exit(container, timeout=120)
-    logs = tracked.logs(container)
-    assert code == 0, logs
-    return logs.strip().splitlines()[-1]
-
-
 def test_pinned_stack_and_build_info(tracked: TrackedContainer, variant: str) -> None:
-    facts = json.loads(run_probe(tracked, "python", "-c", PROBE))
+    facts = json.loads(tracked.last_line_of(["python", "-c", PROBE], timeout=120))
     assert facts["tf"] == "2.9.3"
     assert facts["numpy"] == "1.23.5"
     # The gpu variant's TF was built for CUDA 11.2 / cuDNN 8; tensorflow-cpu for neither.
@@ -41,7 +33,7 @@ def test_pinned_stack_and_build_info(tracked: TrackedContainer, variant: str) ->
 
 
 def test_command_runs_as_dev_user_and_returns_its_exit_code(tracked: TrackedContainer) -> None:
-    assert run_probe(tracked, "python", "-c", "import os, getpass; print(os.getuid(), getpass.getuser())") == (
+    assert tracked.last_line_of(["python", "-c", "import os, getpass; print(os.getuid(), getpass.getuser())"]) == (
         "1000 jovyan"
     )
     failing = tracked.run(publish=(), command=["python", "-c", "raise SystemExit(7)"])
@@ -80,7 +72,7 @@ def test_clean_filesystem(tracked: TrackedContainer) -> None:
         "ls -A /tmp /var/lib/apt/lists /etc/ssh/host-keys; ls /etc/ssh | grep -c ssh_host_ || true; "
         "ls -d /root/.cache 2>/dev/null || true; find /opt/venv -name '*.whl' | head -3"
     )
-    out = run_probe(tracked, "bash", "-c", f"out=$({script}); echo \"[${{out//$'\\n'/|}}]\"")
+    out = tracked.last_line_of(["bash", "-c", f"out=$({script}); echo \"[${{out//$'\\n'/|}}]\""])
     # ls lists the (empty) folders in name order; then no ssh_host_* file, no cache, no wheel.
     assert out == "[/etc/ssh/host-keys:||/tmp:||/var/lib/apt/lists:|0]", out
 
@@ -174,8 +166,8 @@ def test_extra_cas_are_trusted_only_as_the_label_says(docker_client: DockerClien
     store that pip and requests use."""
     kept = kept_cas(docker_client.images.get(image).attrs)
     cas = host_cas()
-    report = json.loads(run_probe(tracked, "python", "-c", CA_PROBE,
-                                  *[ca_needles(cert)[0].decode() for cert in cas]))
+    report = json.loads(tracked.last_line_of(["python", "-c", CA_PROBE,
+                                              *[ca_needles(cert)[0].decode() for cert in cas]]))
     assert report["loaded"] > 50  # the distro's CAs, in the bundle pip and requests read
     assert report["pip_cert"] == "/etc/ssl/certs/ca-certificates.crt"
     assert set(report["local"]) == kept and len(report["local"]) == len(kept)

@@ -71,11 +71,7 @@ print(json.dumps({
 
 
 def run_python(tracked: TrackedContainer, script: str) -> dict[str, object]:
-    container = tracked.run(publish=(), command=["python", "-c", script])
-    code = tracked.wait_exit(container, timeout=300)
-    logs = tracked.logs(container)
-    assert code == 0, logs[-2000:]
-    result: dict[str, object] = json.loads(logs.strip().splitlines()[-1])
+    result: dict[str, object] = json.loads(tracked.last_line_of(["python", "-c", script]))
     return result
 
 

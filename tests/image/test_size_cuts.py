@@ -104,11 +104,7 @@ print(json.dumps(sorted(found)))
 
 
 def last_json(tracked: TrackedContainer, script: str) -> object:
-    container = tracked.run(publish=(), command=["python", "-c", script], environment={"SELF_CHECK": "off"})
-    code = tracked.wait_exit(container, timeout=300)
-    logs = tracked.logs(container)
-    assert code == 0, logs[-3000:]
-    return json.loads(logs.strip().splitlines()[-1])
+    return json.loads(tracked.last_line_of(["python", "-c", script], environment={"SELF_CHECK": "off"}))
 
 
 def test_the_hub_pages_are_left_to_the_hub(tracked: TrackedContainer) -> None:
