@@ -32,6 +32,9 @@ declare -A wanted=(
   # tests/image/test_custom_op.py builds a custom op against the image's headers, as a user would
   # (the image ships no compiler)
   [g++]=g++
+  # tests/browser and scripts/screenshots.py drive a real headless Chromium through its chromedriver
+  [chromium]=chromium
+  [chromedriver]=chromium-driver
   [make]=make
   [ssh-keygen]=openssh-client
   [shellcheck]=shellcheck
