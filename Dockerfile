@@ -284,7 +284,8 @@ RUN ln -s /opt/tf29-env/entrypoint.sh /usr/local/bin/entrypoint.sh \
  && for name in start-notebook.sh start-notebook.py start-singleuser.sh start-singleuser.py start.sh; do \
       ln -s /opt/tf29-env/dockerstacks/start_command.py "/usr/local/bin/${name}"; \
     done \
- && ln -s /opt/tf29-env/ssh/profile.sh /etc/profile.d/tf29-env.sh \
+ && ln -s /opt/tf29-env/shell/profile.sh /etc/profile.d/tf29-env.sh \
+ && sed -i '1i . /opt/tf29-env/shell/login-start.sh' /etc/profile \
  && install -d -m 2775 -g "${NB_GID}" \
       "${VIRTUAL_ENV}/share/jupyter/lab/settings" "${VIRTUAL_ENV}/share/jupyter/lab/settings/overrides.d" \
  && ln -s /opt/tf29-env/jupyter/overrides.json "${VIRTUAL_ENV}/share/jupyter/lab/settings/overrides.d/tf29-env.json" \

@@ -82,8 +82,8 @@ write_ssh_environment() {
     [[ ${value} != *[\"\\$'\n']* ]] || continue
     line+=" \"${name}=${value}\""
   done < <(env -0)
-  # /etc/profile resets PATH for login shells; /etc/profile.d/tf29-env.sh puts this one back.
-  printf '%s "TFENV_CONTAINER_PATH=%s"\n' "${line}" "${PATH}"
+  # PATH among them: sshd's SetEnv wins over its default, and the login shell keeps it (shell/profile.sh).
+  printf '%s\n' "${line}"
 }
 
 start_ssh() {

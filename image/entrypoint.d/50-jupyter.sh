@@ -22,9 +22,13 @@ start_jupyter() {
   # argv every process can read in ps). What the entrypoint has read already, the server and its
   # kernels get no copy of; jupyter/jupyter_server_config.py takes JUPYTER_TOKEN out of the server's
   # own environment before any kernel or terminal starts with a copy.
+  local folder
+  folder=$(server_folder)
   (
     unset -v JUPYTER_TOKEN JUPYTER_TOKEN_FILE JUPYTER_PASSWORD_HASH
     for name in "${!server_env[@]}"; do export "${name}=${server_env[${name}]}"; done
+    # Its terminals start in the server's working folder (a launcher's asks for cwd ""): the one Lab shows.
+    cd -- "${folder}" 2>/dev/null || cd -- "${NB_HOME}"
     exec "${as_user[@]}" "${args[@]}"
   ) &
   children[$!]=jupyter
@@ -35,6 +39,17 @@ start_jupyter() {
     log "JupyterLab token (generated; set JUPYTER_TOKEN or JUPYTER_TOKEN_FILE to choose one):" \
       "${scheme}://127.0.0.1:${cfg_jupyter_port}${cfg_base_url}${page}?token=${cfg_token}"
   fi
+}
+
+# server_folder: the folder the server opens, its last root_dir (or notebook_dir) option, or the home.
+server_folder() {
+  local arg folder=${JUPYTERHUB_ROOT_DIR:-${NB_HOME}}
+  for arg in "${args[@]}"; do
+    case ${arg} in
+      --ServerApp.root_dir=* | --ServerApp.notebook_dir=* | --NotebookApp.notebook_dir=* | --notebook-dir=*) folder=${arg#*=} ;;
+    esac
+  done
+  printf '%s\n' "${folder}"
 }
 
 # Traitlets refuses an option given twice ("root_dir only accepts one value"), so each of the

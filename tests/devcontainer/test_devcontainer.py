@@ -48,6 +48,7 @@ def test_up_and_exec(workspace: Workspace, image: str, docker_client: DockerClie
 
     workspace_in = result["remoteWorkspaceFolder"]
     probe = ("id -un; id -u; python -c 'import tensorflow as tf; print(tf.__version__)'; "
+             "bash -lc 'command -v python pip tensorboard'; "
              f"touch {workspace_in}/from-the-container ~/.nv/probe ~/probe && "
              "python -c 'import site, pathlib; pathlib.Path(site.getsitepackages()[0], \"probe\").touch()' && "
              "echo writable")
@@ -56,6 +57,8 @@ def test_up_and_exec(workspace: Workspace, image: str, docker_client: DockerClie
     assert done.returncode == 0, done.stdout + done.stderr
     assert lines[:2] == ["jovyan", str(workspace.user.uid)], done.stdout
     assert "2.9.3" in lines and lines[-1] == "writable", done.stdout
+    # A terminal in the editor is a login shell: it keeps the venv first on PATH.
+    assert lines[3:6] == ["/opt/venv/bin/python", "/opt/venv/bin/pip", "/opt/venv/bin/tensorboard"], done.stdout
     assert (workspace.folder / "from-the-container").stat().st_uid == workspace.user.uid
 
     container = docker_client.containers.get(result["containerId"])

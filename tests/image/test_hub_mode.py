@@ -14,10 +14,11 @@ from docker import DockerClient
 from docker.models.containers import Container
 
 from testkit import ssh
-from testkit.containers import TrackedContainer
+from testkit.containers import LOOPBACK, TrackedContainer
 from testkit.hubapi import SERVER_PORT, MiniHub
 from testkit.jupyter import api_status
 from testkit.ssh import KeyPair
+from testkit.terminal import LabTerminal, type_command
 
 pytestmark = pytest.mark.image
 
@@ -103,6 +104,14 @@ def test_as_spawned_by_dockerspawner(tracked: TrackedContainer, hub: MiniHub, us
     assert f"JUPYTERHUB_USER={HUB_USER}" in env  # not a secret: the variables that are not stay
     # %tensorboard's iframe goes through the server's proxy under the hub's prefix.
     assert f"\nTENSORBOARD_PROXY_URL={base}proxy/%PORT%/\n" in env
+
+    # A terminal of the hub's server (a login shell): the venv's python, in the folder Lab opens.
+    terminal = LabTerminal(f"http://{LOOPBACK}:{port}{base}", user_token, {"cwd": ""})
+    try:
+        code, shown = type_command(terminal, "command -v python tensorboard; pwd")
+    finally:
+        terminal.close()
+    assert (code, shown.split()) == (0, ["/opt/venv/bin/python", "/opt/venv/bin/tensorboard", "/home/jovyan"]), shown
 
     code, report = tracked.exec(container, ["selfcheck", "--json", "--mode", "warn", "--layers", "6"], user="jovyan",
                                 environment={"JUPYTERHUB_API_TOKEN": user_token})
