@@ -1,8 +1,10 @@
 """The real Dev Containers CLI (@devcontainers/cli, pinned in package-lock.json beside this file,
-installed with `npm ci` when missing) against the image under test, run as a throwaway non-root
-host user: the CLI matches the container user's uid to the uid it runs as (updateRemoteUserUID),
-which as root it leaves alone, and it looks that user up (`id -un`), so the user must exist."""
+installed with `npm ci` when missing, in a root-owned folder every user can read) against the image
+under test, run as a throwaway non-root host user: the CLI matches the container user's uid to the
+uid it runs as (updateRemoteUserUID), which as root it leaves alone, and it looks that user up
+(`id -un`), so the user must exist."""
 
+import hashlib
 import json
 import os
 import secrets
@@ -20,10 +22,13 @@ from docker import DockerClient
 from testkit.wait import wait_until
 
 HERE = Path(__file__).resolve().parent
-CLI = HERE / "node_modules" / ".bin" / "devcontainer"
+LOCK = HERE / "package-lock.json"
 MIN_NODE = 20  # the CLI's package says engines.node >= 20
 USERS_GID = 100  # "users", the group of the image's venv and home folder
 DOCKER_SOCKET = Path("/var/run/docker.sock")
+# The CLI runs as another host user, who may not enter the checkout (a mode-700 home or mktemp -d
+# folder): it is installed where every user can read it, root's, one folder per lock file.
+SHARED_ROOT = Path("/var/tmp")  # noqa: S108 - root-owned and checked below, not a guessable temp file
 
 
 @pytest.fixture(scope="session")
@@ -31,11 +36,19 @@ def devcontainer_cli() -> Path:
     node = subprocess.run(["node", "--version"], capture_output=True, text=True, check=False)
     assert node.returncode == 0, f"node is missing (scripts/host-setup.sh installs it): {node.stderr}"
     assert int(node.stdout.strip().lstrip("v").split(".")[0]) >= MIN_NODE, f"node {node.stdout.strip()} < {MIN_NODE}"
-    if not CLI.exists():
-        done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=HERE,
+    folder = SHARED_ROOT / f"tf29-env-devcontainer-cli-{hashlib.sha256(LOCK.read_bytes()).hexdigest()[:12]}"
+    cli = folder / "node_modules" / ".bin" / "devcontainer"
+    if folder.is_symlink() or (folder.exists() and folder.stat().st_uid != 0):
+        raise AssertionError(f"{folder} is not root's own folder: remove it, then run the tests again")
+    if not cli.exists():
+        folder.mkdir(mode=0o755, exist_ok=True)
+        folder.chmod(0o755)
+        for name in ("package.json", "package-lock.json"):
+            shutil.copyfile(HERE / name, folder / name)
+        done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=folder,
                               capture_output=True, text=True, timeout=600, check=False)
         assert done.returncode == 0, f"npm ci failed: {done.stderr[-2000:]}"
-    return CLI
+    return cli
 
 
 @dataclass
