@@ -1,25 +1,38 @@
 """Every quickstart notebook runs headless, top to bottom, in the image under test on the CPU, as
 the dev user, with tiny sizes; its printed results are what the notebook promises; a bad parameter
-stops it at the parameter check with one line, before anything else runs."""
+stops it at the parameter check with one line, before anything else runs. With the shipped sizes
+(no QS_ override: a person's Run All), each sized notebook sees no GPU, takes its CPU sizes, says so
+in one line and runs to its end; QS_SIZES=gpu or SIZES = "gpu" keeps the GPU sizes, and a size set
+on its own (QS_<NAME>, or one number in the parameters cell) wins over either side."""
 
 import re
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 
 import pytest
 from docker import DockerClient
 from docker.models.containers import Container
 
 from testkit.containers import TrackedContainer
-from tests.notebooks.runner import TINY, USER, Executed, copy_in, execute, notebooks
+from tests.notebooks.runner import TINY, USER, Executed, copy_in, execute, notebooks, size_pairs
 
 pytestmark = pytest.mark.image
 
 SIZED = ["2-mixed-precision.ipynb", "3-xla.ipynb", "4-profiler.ipynb"]
 NUMBER = r"\d+\.\d\dx"
+# The line a notebook prints when it takes the CPU side of its sizes by itself.
+CPU_SIZES = re.compile(r'^No GPU visible to TensorFlow: CPU sizes \(the second of each pair\), so that Run All takes '
+                       r'about a minute; for the GPU sizes set SIZES = "gpu" in the parameters cell, or QS_SIZES=gpu$',
+                       re.M)
+# Source text of the cell that picks the sizes and prints them: the partial runs below end there.
+PICKS = 'print(f"batch {BATCH_SIZE}'
+GPU, CPU = 0, 1
+
+Box = tuple[TrackedContainer, Container]
 
 
 @pytest.fixture(scope="module")
-def box(docker_client: DockerClient, image: str) -> Iterator[tuple[TrackedContainer, Container]]:
+def box(docker_client: DockerClient, image: str) -> Iterator[Box]:
     """One container in the command mode (the dev user, no services) to run the notebooks in."""
     tracked = TrackedContainer(docker_client, image)
     try:
@@ -30,28 +43,36 @@ def box(docker_client: DockerClient, image: str) -> Iterator[tuple[TrackedContai
         tracked.remove_all()
 
 
-def run_clean(box: tuple[TrackedContainer, Container], name: str) -> Executed:
-    executed = execute(*box, name, TINY)
+def run_clean(box: Box, name: str, env: dict[str, str], *, inject: str = "", until: str = "") -> Executed:
+    executed = execute(*box, name, env, inject=inject, until=until)
     shown = [line for error in executed.errors() for line in error.get("traceback", [])]
     assert executed.error is None, f"{name} stopped with {executed.error}:\n" + "\n".join(shown)[-3000:]
     assert all(executed.ran()), f"{name}: cells left unrun"
     return executed
 
 
-def test_every_notebook_is_tested() -> None:
-    assert notebooks() == ["1-environment.ipynb", *SIZED]
+def printed_sizes(out: str) -> dict[str, int]:
+    """The sizes from the line each sized notebook prints once it has picked them."""
+    found = re.findall(r"^batch \d+, .*$", out, re.M)
+    assert len(found) == 1, out
+    line = found[0]
+    patterns = {"BATCH_SIZE": r"^batch (\d+),", "STEPS": r", (\d+) (?:timed )?steps",
+                "WARMUP_STEPS": r" after (\d+) warm-up steps", "PROFILE_STEPS": r" steps 2-(\d+) traced",
+                "HIDDEN": r" hidden layers of (\d+)"}
+    sizes = {name: int(match[1]) for name, pattern in patterns.items() if (match := re.search(pattern, line))}
+    if "PROFILE_STEPS" in sizes:
+        sizes["PROFILE_STEPS"] -= 1  # printed as the last traced step, from step 2
+    return sizes
 
 
-def test_environment(box: tuple[TrackedContainer, Container]) -> None:
-    out = run_clean(box, "1-environment.ipynb").stdout()
-    assert re.search(r"^selfcheck: \d+ PASS, .* GPU visible: (yes|no)", out, re.M), out
-    assert "TensorFlow 2.9." in out, out
-    # Either the GPUs with their compute capability, or the line that says there are none.
-    assert re.search(r"^GPU:0 .*: compute capability \d+\.\d+$", out, re.M) or "No GPU visible" in out, out
+def side(name: str, which: int) -> dict[str, int]:
+    """The GPU or CPU side of each size pair in NAME's parameters cell; the two sides differ in each."""
+    pairs = size_pairs(name)
+    assert pairs and all(gpu != cpu for gpu, cpu in pairs.values()), pairs
+    return {size: pair[which] for size, pair in pairs.items()}
 
 
-def test_mixed_precision(box: tuple[TrackedContainer, Container]) -> None:
-    out = run_clean(box, "2-mixed-precision.ipynb").stdout()
+def check_mixed_precision(box: Box, out: str) -> None:
     assert "mixed_float16: hidden layers compute in float16, keep weights in float32; output in float32" in out, out
     for kind in ("model.fit", "custom loop"):
         assert re.search(rf"^speedup mixed_float16 vs float32 \({kind}\): {NUMBER}$", out, re.M), out
@@ -62,15 +83,13 @@ def test_mixed_precision(box: tuple[TrackedContainer, Container]) -> None:
         assert "These numbers mean nothing for a GPU" in out, out
 
 
-def test_xla(box: tuple[TrackedContainer, Container]) -> None:
-    out = run_clean(box, "3-xla.ipynb").stdout()
+def check_xla(box: Box, out: str) -> None:
     assert re.search(rf"^speedup XLA vs no XLA: {NUMBER}$", out, re.M), out
     assert "compilation failed" not in out, out
 
 
-def test_profiler(box: tuple[TrackedContainer, Container]) -> None:
+def check_profiler(box: Box, out: str) -> None:
     tracked, container = box
-    out = run_clean(box, "4-profiler.ipynb").stdout()
     written = re.findall(r"^profile written: (\S+\.xplane\.pb) ", out, re.M)
     assert written, out
     # Under the TensorBoard's default log dir, as the dev user's, where the launcher's TensorBoard reads.
@@ -82,14 +101,83 @@ def test_profiler(box: tuple[TrackedContainer, Container]) -> None:
     assert "pick this run, then the PROFILE tab" in out and "is not installed" not in out, out
 
 
+RESULTS: dict[str, Callable[[Box, str], None]] = {
+    "2-mixed-precision.ipynb": check_mixed_precision,
+    "3-xla.ipynb": check_xla,
+    "4-profiler.ipynb": check_profiler,
+}
+
+
+def test_every_notebook_is_tested() -> None:
+    assert notebooks() == ["1-environment.ipynb", *SIZED]
+
+
+def test_environment(box: Box) -> None:
+    out = run_clean(box, "1-environment.ipynb", TINY).stdout()
+    assert re.search(r"^selfcheck: \d+ PASS, .* GPU visible: (yes|no)", out, re.M), out
+    assert "TensorFlow 2.9." in out, out
+    # Either the GPUs with their compute capability, or the line that says there are none.
+    assert re.search(r"^GPU:0 .*: compute capability \d+\.\d+$", out, re.M) or "No GPU visible" in out, out
+
+
+def run_tiny(box: Box, name: str) -> str:
+    out = run_clean(box, name, TINY).stdout()
+    assert not CPU_SIZES.search(out), out  # every size set by its QS_<NAME>: neither side taken
+    return out
+
+
+def test_mixed_precision(box: Box) -> None:
+    check_mixed_precision(box, run_tiny(box, "2-mixed-precision.ipynb"))
+
+
+def test_xla(box: Box) -> None:
+    check_xla(box, run_tiny(box, "3-xla.ipynb"))
+
+
+def test_profiler(box: Box) -> None:
+    check_profiler(box, run_tiny(box, "4-profiler.ipynb"))
+
+
 @pytest.mark.parametrize("name", SIZED)
-@pytest.mark.parametrize(("override", "message"), [
-    ({"QS_BATCH_SIZE": "0"}, "BATCH_SIZE must be a whole number of at least 1, not 0"),
-    ({"QS_STEPS": "ten"}, "QS_STEPS='ten' is not a whole number"),
-])
-def test_bad_parameter_one_clear_line(box: tuple[TrackedContainer, Container], name: str,
-                                      override: dict[str, str], message: str) -> None:
-    executed = execute(*box, name, {**TINY, **override})
+def test_run_all_with_the_shipped_sizes_takes_the_cpu_sizes(box: Box, name: str) -> None:
+    """A person's Run All on a machine without a GPU: no QS_ variable at all."""
+    start = time.monotonic()
+    out = run_clean(box, name, {}).stdout()
+    print(f"{name}: Run All with the shipped sizes, no GPU: {time.monotonic() - start:.0f} s")
+    assert len(CPU_SIZES.findall(out)) == 1, out
+    assert printed_sizes(out) == side(name, CPU), out
+    RESULTS[name](box, out)
+
+
+@pytest.mark.parametrize("name", SIZED)
+@pytest.mark.parametrize(("env", "inject"), [({"QS_SIZES": "gpu"}, ""), ({}, 'SIZES = "gpu"')],
+                         ids=["QS_SIZES", "parameters-cell"])
+def test_gpu_sizes_on_request(box: Box, name: str, env: dict[str, str], inject: str) -> None:
+    # Up to the cell that picks the sizes: the GPU sizes would take many minutes here.
+    out = run_clean(box, name, env, inject=inject, until=PICKS).stdout()
+    assert not CPU_SIZES.search(out), out
+    assert printed_sizes(out) == side(name, GPU), out
+
+
+@pytest.mark.parametrize("name", SIZED)
+def test_a_size_set_on_its_own_wins(box: Box, name: str) -> None:
+    # QS_HIDDEN, and one number in place of BATCH_SIZE's pair (as a user's edit or papermill sets it).
+    out = run_clean(box, name, {"QS_HIDDEN": "24"}, inject="BATCH_SIZE = 40", until=PICKS).stdout()
+    assert len(CPU_SIZES.findall(out)) == 1, out  # the other sizes still take the CPU side
+    assert printed_sizes(out) == {**side(name, CPU), "HIDDEN": 24, "BATCH_SIZE": 40}, out
+
+
+@pytest.mark.parametrize("name", SIZED)
+@pytest.mark.parametrize(("env", "inject", "message"), [
+    ({**TINY, "QS_BATCH_SIZE": "0"}, "", "BATCH_SIZE must be a whole number of at least 1, not 0"),
+    ({**TINY, "QS_STEPS": "ten"}, "", "QS_STEPS='ten' is not a whole number"),
+    ({**TINY, "QS_SIZES": "big"}, "", "SIZES must be \"auto\", \"gpu\" or \"cpu\", not 'big'"),
+    # One side of a pair in the parameters cell (no QS_HIDDEN, which would take its place).
+    ({key: value for key, value in TINY.items() if key != "QS_HIDDEN"}, "HIDDEN = 4096, 0",
+     "HIDDEN must be a whole number of at least 1, not 0"),
+], ids=["QS_BATCH_SIZE", "QS_STEPS", "QS_SIZES", "pair"])
+def test_bad_parameter_one_clear_line(box: Box, name: str, env: dict[str, str], inject: str, message: str) -> None:
+    executed = execute(*box, name, env, inject=inject)
     assert executed.error == "ParameterError"
     errors = executed.errors()
     assert len(errors) == 1 and len(errors[0]["traceback"]) == 1, errors  # one line, no stack
