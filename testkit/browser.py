@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar
 
+import pytest
 import requests
 from docker.models.containers import Container
 from selenium import webdriver
@@ -158,6 +159,15 @@ class Browser:
         if not self.driver.save_screenshot(str(path)):
             raise RuntimeError(f"no screenshot could be taken for {path}")
         return path
+
+
+def browser_for_test() -> Browser:
+    """A started Browser, or the test fails (never skips) with the one line that says what to install."""
+    try:
+        return Browser()
+    except BrowserUnavailable as exc:
+        why = str(exc)
+    pytest.fail(why, pytrace=False)
 
 
 def screenshot_name(test_id: str) -> Path:

@@ -9,7 +9,7 @@ import pytest
 from docker import DockerClient
 from docker.models.containers import Container
 
-from testkit.browser import Browser, BrowserUnavailable, Lab, note_screenshots, start_lab
+from testkit.browser import Browser, Lab, browser_for_test, note_screenshots, start_lab
 from testkit.containers import TrackedContainer
 
 TOKEN = "tok-browser-5d2a8c61e09f4b7a"
@@ -22,18 +22,9 @@ class LabServer:
     url: str
 
 
-def new_browser() -> Browser:
-    """A started Chromium, or the test fails with the one line that says what to install."""
-    try:
-        return Browser()
-    except BrowserUnavailable as exc:
-        why = str(exc)
-    pytest.fail(why, pytrace=False)
-
-
 @pytest.fixture
 def browser() -> Iterator[Browser]:
-    started = new_browser()
+    started = browser_for_test()
     try:
         yield started
     finally:
