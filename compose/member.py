@@ -7,7 +7,8 @@
   python3 compose/member.py remove NAME
 
 `add` writes the member's service (from the shared template), three volumes and two secrets into
-docker-compose.yml, the GPU reservation into compose/gpu.yml, and the secret files into
+docker-compose.yml, the GPU reservation into compose/gpu.yml (by default the next free GPU:
+compose/gpus.py), and the secret files into
 compose/secrets/NAME/ (mode 600): a fresh Jupyter token and the given public keys. The files are
 edited as text, section by section, so that their comments stay; nothing is written unless every
 check passed. Standard library only: it runs on the host's python3 (3.8 or newer).
@@ -24,6 +25,8 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import gpus
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
@@ -155,18 +158,59 @@ def pick_port(given: int | None, used: list[int], first: int, what: str) -> int:
     return given
 
 
-def gpu_selector(gpus: str | None, gpu_ids: str | None) -> str:
-    if gpus is not None and gpu_ids is not None:
+def held_gpus(gpu_lines: list[str]) -> list[tuple[str, ...]]:
+    """What each member's entry in compose/gpu.yml reserves, as compose/gpus.py counts holders."""
+    held = []
+    span = section_span(gpu_lines, "services") or range(0)
+    for i in span:
+        line = gpu_lines[i]
+        ids = re.search(r"device_ids:\s*\[([^]]*)\]", line)
+        count = re.search(r"count:\s*([0-9]+|all)\b", line)
+        if ids:
+            held.append(tuple(part.strip().strip("'\"") for part in ids.group(1).split(",") if part.strip()))
+        elif count:
+            n = count.group(1)
+            held.append(gpus.request_ids({"Driver": "nvidia", "Count": -1 if n == "all" else int(n)}))
+    return held
+
+
+def next_free_gpu(held: list[tuple[str, ...]], listing: str | None) -> tuple[str, str | None]:
+    """The device of the member added without --gpus/--gpu-ids: the least held of the host's
+    (nvidia-smi -L), shared only when every one is taken; the lowest index nobody holds where the
+    host's list is unknown. With a line to print when the choice is a guess or a share."""
+    devices = gpus.parse_listing(listing) if listing is not None else ()
+    if not devices:
+        taken = {item for ids in held for item in ids}
+        index = next(str(n) for n in range(len(taken) + 1) if str(n) not in taken)
+        why = "nvidia-smi is not on this host" if listing is None else "nvidia-smi -L lists no GPU"
+        return index, f"{why}: gave GPU {index}, the lowest index no member holds (--gpu-ids to choose)"
+    used = gpus.usage(held, devices)
+    (device,) = gpus.choose(1, devices, used, share=True)
+    if used[device.id]:
+        return device.id, (f"every GPU is reserved: {device.label} is shared with {used[device.id]} other "
+                           "member(s) (--gpu-ids to choose)")
+    return device.id, None
+
+
+def gpu_selector(gpus_option: str | None, gpu_ids: str | None, held: list[tuple[str, ...]],
+                 listing: str | None) -> tuple[str, str | None]:
+    """The devices entry's selector, and a line to print about it (or None)."""
+    if gpus_option is not None and gpu_ids is not None:
         raise MemberError("--gpus and --gpu-ids both given: choose one")
-    if gpu_ids is not None:
-        ids = [part.strip() for part in gpu_ids.split(",")]
-        if not all(re.match(r"^[A-Za-z0-9-]+$", part) for part in ids):
-            raise MemberError(f"--gpu-ids '{gpu_ids}' is not a list like 0,1 or GPU-UUIDs")
-        return "device_ids: [" + ", ".join(f'"{part}"' for part in ids) + "]"
-    count = gpus or "all"
-    if count != "all" and not re.match(r"^[1-9][0-9]{0,2}$", count):
-        raise MemberError(f"--gpus '{count}' is not a number of GPUs or 'all'")
-    return f"count: {count}"
+    try:
+        if gpu_ids is not None:
+            ids = gpus.parse_ids(gpu_ids, "--gpu-ids")
+            host = gpus.parse_listing(listing) if listing is not None else None
+            chosen = [device.id for device in gpus.resolve(ids, host, "--gpu-ids")]
+            return "device_ids: [" + ", ".join(f'"{part}"' for part in chosen) + "]", None
+        if gpus_option is None:
+            index, note = next_free_gpu(held, listing)
+            return f'device_ids: ["{index}"]', note
+    except gpus.GpuError as exc:
+        raise MemberError(str(exc)) from None
+    if gpus_option != "all" and not re.match(r"^[1-9][0-9]{0,2}$", gpus_option):
+        raise MemberError(f"--gpus '{gpus_option}' is not a number of GPUs or 'all'")
+    return f"count: {gpus_option}", None
 
 
 def account_ids(name: str, uid: int | None, gid: int | None) -> tuple[int, int]:
@@ -260,7 +304,13 @@ def add(project: Project, args: argparse.Namespace) -> list[str]:
     uid, gid = account_ids(name, args.uid, args.gid)
     jupyter_port = pick_port(args.jupyter_port, host_ports(compose, 8888), FIRST_JUPYTER_PORT, "jupyter")
     ssh_port = pick_port(args.ssh_port, host_ports(compose, 22), FIRST_SSH_PORT, "ssh")
-    member = Member(name, uid, gid, jupyter_port, ssh_port, gpu_selector(args.gpus, args.gpu_ids))
+    try:
+        listing = gpus.host_listing() if args.gpus is None else None
+    except gpus.GpuError as exc:
+        raise MemberError(str(exc)) from None
+    selector, gpu_note = gpu_selector(args.gpus, args.gpu_ids, held_gpus(remove_entries(gpu, "services", [name])),
+                                       listing)
+    member = Member(name, uid, gid, jupyter_port, ssh_port, selector)
     done = write_secrets(project, name, args.ssh_key, new_token=False)
     compose = insert_entry(compose, "services", service_block(member), blank_before=True)
     compose = insert_entry(compose, "volumes", volume_lines(name), blank_before=False)
@@ -268,8 +318,9 @@ def add(project: Project, args: argparse.Namespace) -> list[str]:
     gpu = insert_entry(remove_entries(gpu, "services", [name]), "services", gpu_block(member), blank_before=True)
     write_lines(project.compose_file, compose)
     write_lines(project.gpu_file, gpu)
-    return [*done, f"added {name} (uid {uid}, gid {gid}): Jupyter on host port {jupyter_port}, "
-                   f"SSH on {ssh_port}, GPUs {member.gpus}; start it with: make up"]
+    return [*done, *([gpu_note] if gpu_note else []),
+            f"added {name} (uid {uid}, gid {gid}): Jupyter on host port {jupyter_port}, "
+            f"SSH on {ssh_port}, GPUs {member.gpus}; start it with: make up"]
 
 
 def remove(project: Project, name: str) -> list[str]:
@@ -297,8 +348,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     adding.add_argument("--jupyter-port", type=int,
                         help=f"host port for Jupyter (default: next from {FIRST_JUPYTER_PORT})")
     adding.add_argument("--ssh-port", type=int, help=f"host port for SSH (default: next from {FIRST_SSH_PORT})")
-    adding.add_argument("--gpus", help="how many GPUs: the first N, or all (default: all)")
-    adding.add_argument("--gpu-ids", help="which GPUs, e.g. 0,1 or GPU UUIDs (a fair share)")
+    adding.add_argument("--gpus", help="how many GPUs: the first N, or all (default: the next free GPU)")
+    adding.add_argument("--gpu-ids", help="which GPUs, e.g. 0,1 or GPU/MIG UUIDs from nvidia-smi -L "
+                                          "(default: the next free GPU)")
     rotating = commands.add_parser("secrets", help="write a member's token (if missing) and keys")
     rotating.add_argument("--ssh-key", type=Path, help="the member's public key file (.pub)")
     rotating.add_argument("--new-token", action="store_true", help="replace the Jupyter token")

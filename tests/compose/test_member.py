@@ -99,7 +99,7 @@ BAD_INPUT = {
     "not a port": (["add", "carol", "--uid", "1500", "--ssh-port", "70000"], "--ssh-port 70000 is not a TCP port"),
     "two GPU choices": (["add", "carol", "--uid", "1500", "--gpus", "1", "--gpu-ids", "0"], "--gpus and --gpu-ids"),
     "bad GPU count": (["add", "carol", "--uid", "1500", "--gpus", "two"], "--gpus 'two' is not a number"),
-    "bad GPU ids": (["add", "carol", "--uid", "1500", "--gpu-ids", "0;1"], "--gpu-ids '0;1' is not a list"),
+    "bad GPU ids": (["add", "carol", "--uid", "1500", "--gpu-ids", "0;1"], "--gpu-ids: '0;1' is not a GPU index"),
     "private key": (["add", "carol", "--uid", "1500", "PRIVATE"], "key 1 is not an SSH public key"),
     "missing key file": (["add", "carol", "--uid", "1500", "MISSING"], "cannot read it (FileNotFoundError)"),
     "remove a stranger": (["remove", "carol"], "'carol' is not a member"),

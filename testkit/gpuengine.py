@@ -1,0 +1,280 @@
+"""A second Docker engine that hands out GPUs on a host without any: the GPU paths' real engine.
+
+Docker registers its `nvidia` device driver when `nvidia-container-runtime-hook` is on dockerd's
+PATH at start; it then turns `--gpus` and compose's device reservations into
+`NVIDIA_VISIBLE_DEVICES` (the IDs, or 0..n-1 for a count) in the container and adds the hook as a
+prestart hook. This dockerd starts with stand-ins on its PATH: a hook that only records that it
+ran (`nvidia-container-runtime-hook prestart`, exit 0), a runtime registered as `nvidia` that is
+runc (as `nvidia-ctk runtime configure` registers NVIDIA's wrapper), and an `nvidia-smi` whose
+`-L` lists made-up GPUs, for whoever asks the host what it has (tests put `tools` on PATH).
+
+It shares nothing with the main engine: its own socket, data root, exec root, pid file,
+containerd (under its exec root) and namespace, config file, and bridge (`ip link add`, on a /24
+of a 10.x.0.0/16 that no route uses; `--bridge none` would delete docker0). It never touches
+iptables (`--iptables=false`): at start a dockerd flushes the DOCKER chains that the main engine's
+published ports live in. Ports are published through docker-proxy, the host reaches containers on
+their bridge directly. The stand-ins live here, in the tests; scripts/host-setup.sh never installs
+them. Stopped with its containers, bridge and folder at the end, also when a test failed; a
+folder left by a killed run is cleaned up by the next start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import os
+import random
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker
+import docker.errors
+from docker import DockerClient
+
+from testkit.wait import wait_until
+
+# Short: containerd's shim sockets live under the exec root and a socket path has at most 107 bytes.
+ROOT_PREFIX = "tf29gpu-"
+BRIDGE_PREFIX = "tf29gpu"  # + 4 hex: within the 15 characters of an interface name
+HOOK = "nvidia-container-runtime-hook"
+RUNTIME = "nvidia-container-runtime"
+HOOK_LOG = "hook-calls.log"
+START_TIMEOUT = 60.0
+STOP_TIMEOUT = 30.0
+# The private range the engine's bridge and networks come from: 10.N.0.0/16 for an N no route uses.
+SECOND_OCTETS = range(160, 250)
+
+# What `nvidia-smi -L` prints (R470+ format) on a box with two GPUs, the stand-in host's default,
+# and on one whose third GPU is in MIG mode with two 1g.5gb slices.
+GPU0_UUID = "GPU-1f9a3c52-7d4e-4b8a-9c61-0a2b3c4d5e60"
+GPU1_UUID = "GPU-2e8b4d63-8e5f-4c9b-8d72-1b3c4d5e6f71"
+GPU2_UUID = "GPU-3d7c5e74-9f60-4dac-9e83-2c4d5e6f7082"
+MIG_UUIDS = ("MIG-4c6d8f85-a071-5ebd-8f94-3d5e6f708193", "MIG-5b5e9096-b182-5fce-9aa5-4e6f708192a4")
+TWO_GPUS = (
+    f"GPU 0: NVIDIA A100-SXM4-40GB (UUID: {GPU0_UUID})\n"
+    f"GPU 1: NVIDIA A100-SXM4-40GB (UUID: {GPU1_UUID})\n"
+)
+WITH_MIG = (
+    TWO_GPUS
+    + f"GPU 2: NVIDIA A100-SXM4-40GB (UUID: {GPU2_UUID})\n"
+    + f"  MIG 1g.5gb      Device  0: (UUID: {MIG_UUIDS[0]})\n"
+    + f"  MIG 1g.5gb      Device  1: (UUID: {MIG_UUIDS[1]})\n"
+)
+
+
+def write_tools(folder: Path, listing: str = TWO_GPUS) -> Path:
+    """The stand-in hook, runtime and nvidia-smi in FOLDER (made); FOLDER."""
+    folder.mkdir(parents=True, exist_ok=True)
+    log = folder / HOOK_LOG
+    scripts = {
+        # runc calls a prestart hook with the container's state on stdin; exit 0 lets it start.
+        HOOK: f'#!/bin/sh\necho "$*" >>{log}\ncat >/dev/null\nexit 0\n',
+        RUNTIME: "#!/bin/sh\nexec runc \"$@\"\n",
+        "nvidia-smi": ("#!/bin/sh\n"
+                       "[ \"$*\" = -L ] || { echo \"stand-in nvidia-smi: only -L is known\" >&2; exit 9; }\n"
+                       f"cat <<'EOF'\n{listing}EOF\n"),
+    }
+    for name, text in scripts.items():
+        path = folder / name
+        path.write_text(text)
+        path.chmod(0o755)
+    return folder
+
+
+def _routes() -> list[ipaddress.IPv4Network]:
+    out = subprocess.run(["ip", "-4", "route", "show", "table", "all"], capture_output=True, text=True,
+                         check=True).stdout
+    found = []
+    for line in out.splitlines():
+        first = line.split()[0] if line.split() else ""
+        if first.startswith(("local", "broadcast")):
+            first = line.split()[1]
+        with contextlib.suppress(ValueError):
+            if "/" in first or first[0].isdigit():
+                found.append(ipaddress.IPv4Network(first, strict=False))
+    return found
+
+
+def _free_range() -> ipaddress.IPv4Network:
+    """A 10.N.0.0/16 that overlaps no route of this host (the main engine's networks included)."""
+    used = _routes()
+    candidates = [ipaddress.IPv4Network(f"10.{n}.0.0/16") for n in SECOND_OCTETS]
+    random.shuffle(candidates)
+    for candidate in candidates:
+        if not any(candidate.overlaps(route) for route in used if route.prefixlen > 0):
+            return candidate
+    raise AssertionError("no 10.N.0.0/16 (N in 160-249) is free of routes for the stand-in GPU engine")
+
+
+def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(["ip", *args], capture_output=True, text=True, check=False)
+    assert not check or result.returncode == 0, f"ip {' '.join(args)}: {result.stderr.strip()}"
+    return result
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _unmount_below(root: Path) -> None:
+    """Unmount what a dockerd killed mid-run left mounted below ROOT (deepest first)."""
+    mounts = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()]
+    for mount in sorted((m for m in mounts if m.startswith(f"{root}/")), key=len, reverse=True):
+        subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
+
+
+def clean_stale(tmp: Path) -> None:
+    """Folders and bridges of stand-in engines whose dockerd is gone (a run killed before its teardown)."""
+    for root in tmp.glob(f"{ROOT_PREFIX}*"):
+        state = root / "engine.json"
+        try:
+            recorded = json.loads(state.read_text())
+        except (OSError, ValueError):
+            continue
+        if _alive(int(recorded.get("pid", 0))):
+            continue
+        _ip("link", "delete", str(recorded["bridge"]), check=False)
+        _unmount_below(root)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@dataclass
+class GpuEngine:
+    root: Path
+    bridge: str
+    subnet: ipaddress.IPv4Network
+    process: subprocess.Popen[bytes]
+
+    @property
+    def socket(self) -> Path:
+        return self.root / "docker.sock"
+
+    @property
+    def url(self) -> str:
+        return f"unix://{self.socket}"
+
+    @property
+    def tools(self) -> Path:
+        """The stand-in hook, runtime and nvidia-smi: on dockerd's PATH, and on a test's where it asks the host."""
+        return self.root / "bin"
+
+    def client(self) -> DockerClient:
+        return docker.DockerClient(base_url=self.url, timeout=300)
+
+    def environ(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
+        """BASE (os.environ) with DOCKER_HOST on this engine and the stand-in tools first on PATH."""
+        env = dict(os.environ if base is None else base)
+        env["DOCKER_HOST"] = self.url
+        env["PATH"] = f"{self.tools}:{env.get('PATH', '/usr/bin:/bin')}"
+        return env
+
+    def hook_calls(self) -> list[str]:
+        """The arguments of each prestart hook run so far, one line each."""
+        log = self.tools / HOOK_LOG
+        return log.read_text().splitlines() if log.exists() else []
+
+    def load_image(self, main: DockerClient, reference: str) -> None:
+        """Copy REFERENCE from the main engine (nothing can be pulled): `docker save | docker load`."""
+        wanted = main.images.get(reference).id
+        with contextlib.suppress(docker.errors.ImageNotFound):
+            if self.client().images.get(reference).id == wanted:
+                return
+        save = subprocess.Popen(["docker", "save", reference], stdout=subprocess.PIPE)
+        load = subprocess.run(["docker", "-H", self.url, "load", "-q"], stdin=save.stdout, capture_output=True,
+                              text=True, timeout=1200, check=False)
+        assert save.stdout is not None
+        save.stdout.close()
+        assert save.wait(timeout=60) == 0, f"docker save {reference} failed"
+        assert load.returncode == 0, f"docker load into the stand-in GPU engine: {load.stderr[-2000:]}"
+        assert self.client().images.get(reference).id == wanted
+
+    def stop(self) -> None:
+        """Remove its containers, stop dockerd (and its containerd), delete the bridge and the folder."""
+        try:
+            if self.process.poll() is None:
+                with contextlib.suppress(docker.errors.DockerException, OSError):
+                    client = self.client()
+                    for container in client.containers.list(all=True):
+                        with contextlib.suppress(docker.errors.DockerException):
+                            container.remove(force=True, v=True)
+                self.process.send_signal(signal.SIGTERM)
+                try:
+                    self.process.wait(timeout=STOP_TIMEOUT)
+                except subprocess.TimeoutExpired:
+                    self.process.kill()
+                    self.process.wait(timeout=STOP_TIMEOUT)
+        finally:
+            _ip("link", "delete", self.bridge, check=False)
+            _unmount_below(self.root)
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+def start(listing: str = TWO_GPUS, tmp: Path | None = None) -> GpuEngine:
+    """A stand-in GPU engine, answering on its socket; the caller stops it (or use `running`)."""
+    tmp = tmp or Path(tempfile.gettempdir())
+    clean_stale(tmp)
+    root = Path(tempfile.mkdtemp(prefix=ROOT_PREFIX, dir=tmp))
+    root.chmod(0o755)  # the dev container test's host user reaches the socket through it
+    subnet = _free_range()
+    bridge = f"{BRIDGE_PREFIX}{secrets.token_hex(2)}"
+    hosts = list(subnet.subnets(new_prefix=24))
+    bridge_net, pool = hosts[-1], next(subnet.subnets(new_prefix=17))
+    tools = write_tools(root / "bin", listing)
+    (root / "daemon.json").write_text("{}\n")  # never the host's /etc/docker/daemon.json
+    _ip("link", "add", bridge, "type", "bridge")
+    engine: GpuEngine | None = None
+    try:
+        _ip("addr", "add", f"{bridge_net[1]}/{bridge_net.prefixlen}", "dev", bridge)
+        _ip("link", "set", bridge, "up")
+        log = (root / "dockerd.log").open("wb")
+        process = subprocess.Popen(
+            ["dockerd", "--config-file", str(root / "daemon.json"), "-H", f"unix://{root / 'docker.sock'}",
+             "--data-root", str(root / "data"), "--exec-root", str(root / "exec"), "--pidfile",
+             str(root / "docker.pid"), "--containerd-namespace", root.name, "--containerd-plugins-namespace",
+             f"{root.name}-plugins", "--bridge", bridge, "--iptables=false", "--ip-forward=false",
+             "--ip-masq=false", "--default-address-pool", f"base={pool},size=24",
+             "--add-runtime", f"nvidia={tools / RUNTIME}", "--log-level", "warn"],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            env={**os.environ, "PATH": f"{tools}:{os.environ.get('PATH', '/usr/sbin:/usr/bin:/sbin:/bin')}"})
+        log.close()
+        engine = GpuEngine(root, bridge, subnet, process)
+        (root / "engine.json").write_text(json.dumps({"pid": process.pid, "bridge": bridge}))
+
+        def answers() -> bool:
+            if process.poll() is not None:
+                raise AssertionError(f"the stand-in GPU engine exited at start:\n"
+                                     f"{(root / 'dockerd.log').read_text(errors='replace')[-3000:]}")
+            return bool(engine is not None and engine.client().ping())
+
+        wait_until(answers, timeout=START_TIMEOUT, interval=0.25, what="the stand-in GPU engine answers")
+        return engine
+    except BaseException:
+        if engine is not None:
+            engine.stop()
+        else:
+            _ip("link", "delete", bridge, check=False)
+            shutil.rmtree(root, ignore_errors=True)
+        raise
+
+
+@contextlib.contextmanager
+def running(listing: str = TWO_GPUS) -> Iterator[GpuEngine]:
+    engine = start(listing)
+    try:
+        yield engine
+    finally:
+        engine.stop()
+
