@@ -8,6 +8,11 @@ from typing import List, Optional, Tuple
 
 NO_DRIVER_FIX = ("start the container with --gpus all (Compose: a 'driver: nvidia' device reservation) on a "
                  "host with the NVIDIA driver and the NVIDIA Container Toolkit installed")
+# GPUs were asked for by name but nothing arrived: the engine passed the request on to no toolkit.
+NOT_INJECTED_FIX = ("install the NVIDIA Container Toolkit on the host and register it with the engine "
+                    "(nvidia-ctk runtime configure --runtime=docker, then restart dockerd; Kubernetes: the node's "
+                    "nvidia runtime or RuntimeClass); `docker run --rm --gpus all IMAGE nvidia-smi` must then list "
+                    "the GPUs")
 
 
 LOCK_FILE = "/opt/tf29-env/requirements.lock"
@@ -42,6 +47,21 @@ def cpu_only() -> Optional[Tuple[str, str]]:
                             "purpose (a CPU-only start, e.g. a hub's CPU profile): nothing to check here; for GPUs, "
                             "start it with NVIDIA_VISIBLE_DEVICES=all (the image's default) and --gpus")
     return None
+
+
+def named_devices() -> Optional[str]:
+    """NVIDIA_VISIBLE_DEVICES when it names devices (indexes, UUIDs: what --gpus, compose's
+    reservations and the team hub set), not the image's default `all` nor a no-GPU value; else None."""
+    visible = (os.environ.get("NVIDIA_VISIBLE_DEVICES") or "").strip()
+    if visible.lower() in (*NO_GPU_REQUESTED, "all"):
+        return None
+    return visible
+
+
+def not_injected(visible: str) -> str:
+    return (f"NVIDIA_VISIBLE_DEVICES={visible} names GPUs but no NVIDIA driver was injected (no /dev/nvidiactl, "
+            "libcuda.so.1 not loadable): the NVIDIA Container Toolkit or its runtime is missing where this "
+            "container was started")
 
 
 def device_nodes() -> List[str]:

@@ -10,7 +10,15 @@ import subprocess
 from typing import List, Optional, Tuple
 
 from selfcheck import cudalib, decide
-from selfcheck.checks.common import NO_DRIVER_FIX, cpu_only, declared_cuda, device_nodes
+from selfcheck.checks.common import (
+    NO_DRIVER_FIX,
+    NOT_INJECTED_FIX,
+    cpu_only,
+    declared_cuda,
+    device_nodes,
+    named_devices,
+    not_injected,
+)
 from selfcheck.model import FAIL, PASS, SKIP, WARN, Check
 
 LAYER, NAME, TITLE, NEEDS_TF = 1, "driver", "NVIDIA driver", False
@@ -33,10 +41,16 @@ def run() -> List[Check]:
     nodes = device_nodes()
     lib, where = cudalib.load("libcuda.so.1")
     if not nodes and lib is None:
+        named = named_devices()
+        data = {"device_nodes": nodes, "libcuda_error": where}
+        if named:
+            absent = Check("driver.present", FAIL, not_injected(named), NOT_INJECTED_FIX,
+                           {**data, "NVIDIA_VISIBLE_DEVICES": named})
+        else:
+            absent = Check("driver.present", FAIL, "no NVIDIA driver in the container (no /dev/nvidiactl or "
+                           "/dev/dxg, libcuda.so.1 not loadable)", NO_DRIVER_FIX, data)
         return [
-            Check("driver.present", FAIL,
-                  "no NVIDIA driver in the container (no /dev/nvidiactl or /dev/dxg, libcuda.so.1 not loadable)",
-                  NO_DRIVER_FIX, {"device_nodes": nodes, "libcuda_error": where}),
+            absent,
             Check("driver.version", SKIP, "driver version not checked: " + NEEDS_DRIVER),
             Check("driver.nvidia_smi", SKIP, "nvidia-smi not run: " + NEEDS_DRIVER),
         ]

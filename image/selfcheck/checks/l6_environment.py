@@ -8,7 +8,14 @@ import resource
 from typing import List
 
 from selfcheck import decide
-from selfcheck.checks.common import NO_DRIVER_FIX, cpu_only, device_nodes
+from selfcheck.checks.common import (
+    NO_DRIVER_FIX,
+    NOT_INJECTED_FIX,
+    cpu_only,
+    device_nodes,
+    named_devices,
+    not_injected,
+)
 from selfcheck.model import PASS, SKIP, WARN, Check
 
 LAYER, NAME, TITLE, NEEDS_TF = 6, "environment", "Container environment", False
@@ -32,6 +39,9 @@ def runtime_applied() -> Check:
         return Check("env.nvidia_runtime", SKIP, found[1], None, data)
     if nodes:
         return Check("env.nvidia_runtime", PASS, f"NVIDIA runtime applied: {len(nodes)} device node(s)", None, data)
+    named = named_devices()
+    if named:
+        return Check("env.nvidia_runtime", WARN, not_injected(named), NOT_INJECTED_FIX, data)
     if visible is None:
         return Check("env.nvidia_runtime", WARN, "NVIDIA_VISIBLE_DEVICES is unset: no driver in the container",
                      "set NVIDIA_VISIBLE_DEVICES=all (the image's default) and " + NO_DRIVER_FIX, data)
