@@ -19,7 +19,7 @@ SSH_HOST_PORT ?= 2222
 SSH_PUBLIC_KEY ?= $(firstword $(wildcard $(HOME)/.ssh/id_ed25519.pub $(HOME)/.ssh/id_rsa.pub))
 GPU_ARGS := $(if $(shell docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -o nvidia),--gpus all)
 
-.PHONY: help venv base build run stop test lint bench clean
+.PHONY: help venv base build run stop test lint bench clean screenshots
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -65,6 +65,9 @@ bench: $(VENV)/.done ## measure size, build, start-up and self-check times; BENC
 clean: ## remove the tf29-env container, build output and caches (images and volumes stay)
 	docker rm -f tf29-env >/dev/null 2>&1 || true
 	rm -rf build-output .pytest_cache .mypy_cache .ruff_cache
+
+screenshots: build hub-venv hub-proxy ## build the image, then take the docs' pictures from a real run (docs/img/*.png, scripts/screenshots.py)
+	$(PY) -m scripts.screenshots --image $(IMAGE)
 
 include compose.mk
 include hub.mk

@@ -95,9 +95,12 @@ class Browser:
             raise BrowserUnavailable(f"chromium did not start through {CHROMEDRIVER}: {first} (chromium and "
                                      "chromium-driver must be the same version: scripts/host-setup.sh installs both)"
                                      ) from None
-        # --window-size includes the window's frame; the page itself gets exactly WINDOW.
+        self.viewport(*window)
+
+    def viewport(self, width: int, height: int) -> None:
+        """The page's size in CSS pixels (--window-size would include the window's frame)."""
         self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
-            "width": window[0], "height": window[1], "deviceScaleFactor": 1, "mobile": False})
+            "width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
 
     def close(self) -> None:
         with contextlib.suppress(WebDriverException):
@@ -261,6 +264,11 @@ class Lab:
                                               if (t.get_attribute("title") or "").startswith(title)), None),
                                 f"the side bar's {title!r} tab")
         if "lm-mod-current" not in (tab.get_attribute("class") or ""):
+            tab.click()
+
+    def collapse_side_panel(self) -> None:
+        """Fold the left side panel away (a click on its open tab), leaving the main area more room."""
+        for tab in self.browser.all(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current"):
             tab.click()
 
     def current_tab(self) -> WebElement:
