@@ -1,7 +1,7 @@
 """The one exception the command line turns into a single line on stderr and a non-zero exit."""
 
 # The exit codes, as documented in docs/build.md. 1 is left to Python itself (a bug: traceback).
-EXIT_INPUT = 2  # bad input: a flag, a file, a base image, a tag, an unreachable registry address
+EXIT_INPUT = 2  # bad input: a flag, a file, a base image, a tag, a malformed registry address
 EXIT_ENGINE = 3  # no Docker engine answers
 EXIT_BUILD = 4  # a build step failed, or the size gate did
 EXIT_TEST = 5  # the image does not hold what its tags claim, or the test suite failed
