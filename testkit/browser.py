@@ -47,6 +47,7 @@ FLAGS = (
     "--disable-dev-shm-usage",
     # Every page is on 127.0.0.1; nothing else may be asked for (no proxy, no updates, no sync).
     "--no-proxy-server",
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
