@@ -25,7 +25,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if not _spent:
         return
-    terminalreporter.write_sep("=", "wall time per test folder")
+    # Under -n the folders run side by side: their times add up to more than the run's wall time.
+    terminalreporter.write_sep("=", "time in tests per folder")
     for folder, seconds in sorted(_spent.items(), key=lambda item: -item[1]):
         terminalreporter.write_line(f"{seconds:8.1f}s  {len(_counted[folder]):4d} tests  {folder}")
     terminalreporter.write_line(f"{sum(_spent.values()):8.1f}s  {sum(map(len, _counted.values())):4d} tests  in all")

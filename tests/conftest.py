@@ -2,6 +2,7 @@
 stand-in base, reusing the engine's cache, unless TF29ENV_IMAGE names one) and per-test
 containers that are always removed. No engine means the image tests fail, never skip."""
 
+import fcntl
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,11 @@ from tf29env.variants import DEFAULT_VARIANT, VARIANTS
 # Debian keeps locally added CAs here; behind a TLS-intercepting proxy the build needs them.
 HOST_EXTRA_CAS = Path("/usr/local/share/ca-certificates")
 BUILD_LOG = Path(__file__).resolve().parent.parent / "build-output" / "test-image-build.log"
+BUILD_LOCK = BUILD_LOG.with_suffix(".lock")
+# Under pytest-xdist a group runs on one worker, in order (build.py test: --dist loadgroup). A folder
+# is one group, for the hubs, engines and builds its fixtures start once; these folders' files are
+# independent of each other, so each file is a group of its own.
+GROUPED_BY_FILE = ("image", "unit", "deploy", "notebooks")
 
 
 def host_ca_certs() -> list[Path]:
@@ -37,13 +43,25 @@ def image(docker_client: DockerClient) -> str:
         assert engine.image_exists(docker_client, named), f"TF29ENV_IMAGE={named} is not on the engine"
         return named
     BUILD_LOG.parent.mkdir(exist_ok=True)
-    with BUILD_LOG.open("w") as log_file:
-        def log(line: str) -> None:
-            print(line, file=log_file, flush=True)
+    # Under pytest-xdist every worker asks: the first builds, the others wait and take its image.
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID", "")
+    with BUILD_LOCK.open("a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        lock.seek(0)
+        done = lock.read().split()
+        if run_id and len(done) == 2 and done[0] == run_id and engine.image_exists(docker_client, done[1]):
+            return done[1]
+        with BUILD_LOG.open("w") as log_file:
+            def log(line: str) -> None:
+                print(line, file=log_file, flush=True)
 
-        request = BuildRequest(variant=VARIANTS["gpu"], base="standin", tag="tf29-env:test-gpu",
-                               ca_certs=host_ca_certs())
-        return build(docker_client, request, log).image
+            request = BuildRequest(variant=VARIANTS["gpu"], base="standin", tag="tf29-env:test-gpu",
+                                   ca_certs=host_ca_certs())
+            built = build(docker_client, request, log).image
+        lock.seek(0)
+        lock.truncate()
+        lock.write(f"{run_id} {built}\n")
+        return built
 
 
 @pytest.fixture(scope="session")
@@ -70,3 +88,12 @@ def keypair(tmp_path_factory: pytest.TempPathFactory) -> KeyPair:
 @pytest.fixture(scope="session")
 def other_keypair(tmp_path_factory: pytest.TempPathFactory) -> KeyPair:
     return make_keypair(tmp_path_factory.mktemp("ssh-other"), "id_other")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = Path(item.nodeid.split("::", 1)[0]).parts
+        group = parts[1] if len(parts) > 2 else parts[0]
+        if group in GROUPED_BY_FILE:
+            group = "/".join(parts[1:3])
+        item.add_marker(pytest.mark.xdist_group(group))

@@ -23,6 +23,7 @@ from tf29env.verify import verify
 
 # Test folders that build images of their own (see cmd_test).
 BUILDER_TESTS = ("build", "buildkit")
+TEST_WORKERS = 2
 
 
 def logger(args: argparse.Namespace) -> Log:
@@ -125,7 +126,9 @@ def cmd_test(args: argparse.Namespace) -> int:
         verify(client, image, log)
         env["TF29ENV_IMAGE"] = image
     extra = [arg for arg in args.pytest_args if arg != "--"] if args.pytest_args[:1] == ["--"] else args.pytest_args
-    cmd = [sys.executable, "-m", "pytest", str(REPO / "tests"), *extra]
+    # Most tests wait (for containers, hubs, registries) rather than compute: two workers, each
+    # taking whole groups (tests/conftest.py), halve the wait on 2 cores. `-- -n 0` runs serially.
+    cmd = [sys.executable, "-m", "pytest", str(REPO / "tests"), "-n", str(TEST_WORKERS), "--dist", "loadgroup", *extra]
     # The builders' own tests build images of their own: tests/build exercises build.py (both variants,
     # a push to a local registry), tests/buildkit builds the Dockerfile with BuildKit on the stand-in.
     # Part of the whole suite, but not of checking one image that was just built.

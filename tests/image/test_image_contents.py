@@ -57,7 +57,10 @@ def test_image_config(docker_client: DockerClient, image: str) -> None:
     assert int(env["CUDA_CACHE_MAXSIZE"]) >= 2**31
     assert env["PATH"].startswith("/opt/venv/bin:")
     assert set(config["ExposedPorts"]) == {"8888/tcp", "22/tcp"}
-    assert config["Healthcheck"]["Test"][0] == "CMD"
+    # As shipped (the tests' containers probe every second instead): every 5 s, unhealthy after 3 misses.
+    assert config["Healthcheck"] == {
+        "Test": ["CMD", "/usr/bin/python3", "-I", "/opt/tf29-env/healthchecks/healthcheck.py"],
+        "Interval": 5_000_000_000, "Timeout": 3_000_000_000, "StartPeriod": 60_000_000_000, "Retries": 3}
     assert config["Entrypoint"][0] == "/usr/bin/tini"
     # FTP_PROXY carries the build-only CAs (Dockerfile): no more in the image than the proxies are.
     assert not any(key.startswith(("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "PIP_INDEX_URL", "FTP_PROXY",

@@ -13,7 +13,7 @@ import paramiko
 from docker.models.containers import Container
 
 from testkit import ssh
-from testkit.containers import LOOPBACK, TrackedContainer
+from testkit.containers import LOOPBACK, SHIPPED_HEALTH, TrackedContainer
 from testkit.ssh import KeyPair
 from testkit.wait import wait_until
 
@@ -23,7 +23,8 @@ LOGIN_GRACE_S = 30
 
 
 def start(tracked: TrackedContainer, key: KeyPair) -> tuple[Container, int]:
-    container = tracked.run(environment={"SSH_AUTHORIZED_KEYS": key.public_text})
+    # The image's own health interval: these tests are about its probes under load, as shipped.
+    container = tracked.run(environment={"SSH_AUTHORIZED_KEYS": key.public_text}, healthcheck=SHIPPED_HEALTH)
     tracked.wait_healthy(container, timeout=90)
     return container, tracked.port(container, 22)
 
