@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from testkit.browser import Browser, Lab
+from testkit.jupyter import put_file
 from testkit.wait import wait_until
 from tests.browser.conftest import TOKEN, LabServer
 
@@ -114,3 +115,19 @@ def test_gpu_dashboards_without_a_gpu(lab: Lab) -> None:
     assert "CPU Utilization" in lab.current_tab().text
     assert lab.browser.page_errors() == []
     assert not lab.browser.all(".jp-Dialog")
+
+
+def test_a_widget_draws_in_a_notebook(lab: Lab, lab_server: LabServer) -> None:
+    """ipywidgets, one of the image's promises: a slider made in a cell is drawn as a slider (Lab's
+    widget manager extension loaded and talking to the kernel), not as its text repr."""
+    notebook = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                           "source": "import ipywidgets\nipywidgets.IntSlider(value=7, description='answer')"}],
+                "metadata": {"kernelspec": {"name": "python3", "display_name": KERNEL_NAME, "language": "python"}},
+                "nbformat": 4, "nbformat_minor": 5}
+    put_file(lab_server.tracked.port(lab_server.container, 8888), TOKEN, "work/widget.ipynb", json.dumps(notebook))
+    lab.open_in_file_browser("work", "widget.ipynb")
+    lab.wait_kernel_idle()
+    lab.menu("Run", "Run All Cells")
+    slider = lab.browser.one(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output .widget-slider", 120)
+    assert "answer" in slider.text, slider.text
+    assert "IntSlider(value=7" not in lab.outputs(), lab.outputs()
