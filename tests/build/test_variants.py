@@ -117,3 +117,15 @@ def test_proxies_do_not_persist(built: dict[str, dict[str, Any]], output_dir: Pa
     shown = json.loads((output_dir / "proxy" / "cpu" / "manifest.json").read_text())["build_inputs"]
     assert shown["http_proxy"] == proxy
 
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_a_login_shell_has_the_images_python(variant: str, built: dict[str, dict[str, Any]],
+                                              docker_client: DockerClient) -> None:
+    """Both variants: a login shell as the dev user (a Lab terminal, `docker exec ... bash -l`, SSH)
+    finds the venv's tools first and imports TensorFlow (tests/image/test_shells.py: every entry point)."""
+    probe = "command -v python pip jupyter tensorboard; python -c 'import tensorflow as tf; print(tf.__version__)'"
+    out = docker_client.containers.run(built[variant]["id"], entrypoint=["bash", "-lc", probe], user="jovyan",
+                                       remove=True).decode()
+    assert out.split() == ["/opt/venv/bin/python", "/opt/venv/bin/pip", "/opt/venv/bin/jupyter",
+                           "/opt/venv/bin/tensorboard", "2.9.3"], out
