@@ -26,8 +26,12 @@ from jupyter_client import BlockingKernelClient
 client = BlockingKernelClient(connection_file=sys.argv[1])
 client.load_connection_file()
 client.start_channels()
-client.execute("import time; time.sleep(3600)")
-time.sleep(3)
+msg_id = client.execute("import time; time.sleep(3600)")
+while True:  # leave once the kernel says it is busy with the cell (get_iopub_msg raises after 60 s)
+    msg = client.get_iopub_msg(timeout=60)
+    if (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status"
+            and msg["content"]["execution_state"] == "busy"):
+        break
 """
 
 
