@@ -79,14 +79,14 @@ def test_transient_failures_are_retried_then_reported(built: dict[str, dict[str,
     registry = f"127.0.0.1:{server.server_address[1]}"
     try:
         run = build_py("push", "--registry", registry, "--variant", "cpu", "--output-dir", str(output_dir),
-                       "--retries", "2")
+                       "--retries", "1")  # dockerd itself retries each layer for ~50 s per attempt
     finally:
         server.shutdown()
         server.server_close()
         untag_repository(docker_client, f"{registry}/{REPOSITORY}")
     assert run.code == 6
     assert "Traceback" not in run.stderr
-    assert run.stdout.count("retrying in") == 2, run.stdout
-    assert "(attempt 3 of 3)" in run.stdout
+    assert run.stdout.count("retrying in") == 1, run.stdout
+    assert "(attempt 2 of 2)" in run.stdout
     last = run.stderr.strip().splitlines()
     assert len(last) == 1 and last[0].startswith(f"error: push of {registry}/{REPOSITORY}:") and "503" in last[0]

@@ -118,7 +118,6 @@ def test_proxies_do_not_persist(built: dict[str, dict[str, Any]], output_dir: Pa
     assert shown["http_proxy"] == proxy
 
 
-
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_a_login_shell_has_the_images_python(variant: str, built: dict[str, dict[str, Any]],
                                               docker_client: DockerClient) -> None:
