@@ -90,6 +90,7 @@ def other_keypair(tmp_path_factory: pytest.TempPathFactory) -> KeyPair:
     return make_keypair(tmp_path_factory.mktemp("ssh-other"), "id_other")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the group
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         parts = Path(item.nodeid.split("::", 1)[0]).parts
