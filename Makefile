@@ -17,7 +17,10 @@ HOST_ADDRESS ?= 0.0.0.0
 JUPYTER_HOST_PORT ?= 8888
 SSH_HOST_PORT ?= 2222
 SSH_PUBLIC_KEY ?= $(firstword $(wildcard $(HOME)/.ssh/id_ed25519.pub $(HOME)/.ssh/id_rsa.pub))
-GPU_ARGS := $(if $(shell docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -o nvidia),--gpus all)
+# `make run`'s GPUs: unset gives every GPU where the engine has the NVIDIA runtime (none elsewhere);
+# GPUS=all, GPUS=none, or the devices to give, e.g. GPUS=0,1 or GPU/MIG UUIDs (compose/gpus.py).
+GPUS ?=
+export GPUS
 
 .PHONY: help venv base build run stop test lint bench clean screenshots
 
@@ -37,9 +40,11 @@ base: $(VENV)/.done ## bootstrap the stand-in base images (no registry needed)
 build: $(VENV)/.done ## build the image (BASE=standin|IMAGE, VARIANT=gpu|cpu)
 	$(PY) build.py build --variant $(VARIANT) --base $(BASE) $(CA_ARGS) --tag $(IMAGE)
 
-run: build ## build, then start the environment as container tf29-env (Jupyter on 8888, SSH on 2222)
-	docker rm -f tf29-env >/dev/null 2>&1 || true
-	docker run -d --name tf29-env --restart unless-stopped $(GPU_ARGS) --shm-size 1g \
+# The GPU arguments come first: a bad GPUS is one line, and the running container stays.
+run: build ## build, then start the environment as container tf29-env (Jupyter on 8888, SSH on 2222; GPUS=0,1 picks GPUs)
+	gpu_args=$$(python3 compose/gpus.py docker-args) && \
+	{ docker rm -f tf29-env >/dev/null 2>&1 || true; } && \
+	docker run -d --name tf29-env --restart unless-stopped $$gpu_args --shm-size 1g \
 	  -p $(HOST_ADDRESS):$(JUPYTER_HOST_PORT):8888 -p $(HOST_ADDRESS):$(SSH_HOST_PORT):22 \
 	  $(if $(SSH_PUBLIC_KEY),-e SSH_AUTHORIZED_KEYS="$$(cat $(SSH_PUBLIC_KEY))") \
 	  -v tf29-env-work:/home/jovyan/work -v tf29-env-hostkeys:/etc/ssh/host-keys -v tf29-env-nv:/home/jovyan/.nv \

@@ -19,10 +19,11 @@ from pathlib import Path
 
 import docker
 import docker.errors
+import gpus
 import memlock
 import requests
 
-from hub import REPO
+from hub import REPO, gpuplan
 from hub import settings as hub_settings
 from hub.settings import EXIT_CONFIG, HUB_DIR, HubConfigError, Settings
 from hub.sshaccess import port_free
@@ -86,9 +87,8 @@ def check_port(name: str, address: str, port: int) -> None:
 
 
 def gpu_capable(client: docker.DockerClient) -> bool:
-    """Whether the engine can hand containers GPUs: the NVIDIA runtime is registered (as the
-    Makefile's `make run` decides too)."""
-    return "nvidia" in (client.info().get("Runtimes") or {})
+    """Whether the engine can hand containers GPUs (compose/gpus.py decides it for `make run` too)."""
+    return gpus.gpu_capable(client.info().get("Runtimes"))
 
 
 def ensure_network(client: docker.DockerClient, name: str) -> str:
@@ -191,13 +191,12 @@ def up(environ: Mapping[str, str]) -> int:
     check_image(client, team.image)
     check_port("HUB_PORT", team.address, team.port)
     check_port("HUB_PROXY_API_PORT", "127.0.0.1", team.proxy_api_port)
+    plan = gpuplan.load(team, gpu_capable(client))
+    for note in plan.notes:
+        print(f"tf29-hub: {note}", file=sys.stderr)
+    profiles = tuple(profile.name for profile in plan.profiles)
     gateway = ensure_network(client, team.network)
     check_port("HUB_INTERNAL_PORT", gateway, team.internal_port)
-    profiles = team.profiles
-    if not gpu_capable(client):
-        profiles = tuple(p for p in team.profiles if not hub_settings.PROFILES[p][1]) or ("cpu",)
-        if profiles != team.profiles:
-            print("tf29-hub: this Docker engine has no NVIDIA runtime: offering the CPU profile only", file=sys.stderr)
     limit = decide_memlock(team)
     os.umask(0o077)
     ensure_state(state)

@@ -13,6 +13,7 @@ from pathlib import Path
 import docker
 import nativeauthenticator
 
+from hub import gpuplan
 from hub import settings as hub_settings
 from hub.spawner import TeamSpawner
 
@@ -56,6 +57,8 @@ c.Authenticator.admin_users = set(team.admin_users)
 
 # --- the users' servers: containers of the project's image on the hub's network
 TeamSpawner.team = team
+# ctl has checked the plan and left in HUB_PROFILES only what this engine and box can serve.
+TeamSpawner.plan = gpuplan.load(team, capable=True)
 c.JupyterHub.spawner_class = TeamSpawner
 c.TeamSpawner.image = team.image
 c.TeamSpawner.network_name = team.network

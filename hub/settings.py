@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import gpus
 import memlock
 
 from hub import REPO
@@ -24,6 +25,15 @@ PROFILES: dict[str, tuple[str, int]] = {
     "gpu1": ("1 GPU", 1),
     "gpu2": ("2 GPUs", 2),
 }
+# In HUB_PROFILES: one profile per MIG profile the box's slices have (mig-1g.5gb, ...), or one of them.
+MIG_PROFILES = "mig"
+MIG_PREFIX = "mig-"
+_MIG_PROFILE = re.compile(rf"{MIG_PREFIX}[0-9]+g\.[0-9]+gb(\+[a-z]+)?")
+# HUB_GPUS: the GPUs nvidia-smi -L lists, none, or a list of IDs.
+GPUS_AUTO, GPUS_NONE = "auto", "none"
+# HUB_GPU_POLICY: what a GPU profile gets when every GPU is taken.
+GPU_EXCLUSIVE, GPU_SHARE = "exclusive", "share"
+GPU_POLICIES = (GPU_EXCLUSIVE, GPU_SHARE)
 SELF_CHECK_MODES = ("warn", "strict", "off")
 # Docker names: what a container or volume name may hold (the prefix starts every name).
 _DOCKER_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]{0,39}")
@@ -56,6 +66,14 @@ class Settings:
     activity_interval: int
     self_check: str
     spawn_timeout: int
+    gpus: str  # GPUS_AUTO, GPUS_NONE, or the IDs of HUB_GPUS joined by commas
+    gpu_policy: str
+    gpu_pins: tuple[tuple[str, tuple[str, ...]], ...]  # (user, their GPU IDs)
+
+    @property
+    def gpu_ids(self) -> tuple[str, ...]:
+        """The IDs HUB_GPUS lists (none for auto and none)."""
+        return () if self.gpus in (GPUS_AUTO, GPUS_NONE) else tuple(self.gpus.split(","))
 
     @property
     def public_url(self) -> str:
@@ -145,10 +163,13 @@ def _choice(name: str, value: str, choices: tuple[str, ...]) -> str:
 
 def _profiles(name: str, value: str) -> tuple[str, ...]:
     chosen = tuple(part.strip() for part in value.replace(",", " ").split())
+    known = (*PROFILES, MIG_PROFILES)
     if not chosen:
-        raise HubConfigError(f"{name} is empty: name at least one of {', '.join(PROFILES)}")
+        raise HubConfigError(f"{name} is empty: name at least one of {', '.join(known)}")
     for profile in chosen:
-        _choice(name, profile, tuple(PROFILES))
+        if profile not in known and not _MIG_PROFILE.fullmatch(profile):
+            raise HubConfigError(f"{name}: {profile!r} is not one of {', '.join(known)} or {MIG_PREFIX}PROFILE "
+                                 f"(a MIG profile of nvidia-smi -L, e.g. {MIG_PREFIX}1g.5gb)")
     if len(set(chosen)) != len(chosen):
         raise HubConfigError(f"{name}={value!r} names a profile twice")
     return chosen
@@ -158,6 +179,32 @@ def _size(name: str, value: str) -> str:
     if not _SIZE.fullmatch(value):
         raise HubConfigError(f"{name}={value!r} is not a size such as 1g, 512m or 1073741824")
     return value.lower()
+
+
+def _gpus(name: str, value: str) -> str:
+    if value in (GPUS_AUTO, GPUS_NONE):
+        return value
+    try:
+        return ",".join(gpus.parse_ids(value, name))
+    except gpus.GpuError as exc:
+        raise HubConfigError(f"{exc} (or {GPUS_AUTO}, {GPUS_NONE})") from None
+
+
+def _pins(name: str, value: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """USER=IDS entries, separated by spaces or semicolons: e.g. `ann=0 ben=1,2`."""
+    pins: dict[str, tuple[str, ...]] = {}
+    for entry in value.replace(";", " ").split():
+        user, sep, ids = entry.partition("=")
+        if not sep or not ids or not user:
+            raise HubConfigError(f"{name}: {entry!r} is not USER=GPUS (e.g. ann=0 ben=1,2)")
+        (user,) = _names(name, user)
+        if user in pins:
+            raise HubConfigError(f"{name} pins {user} twice")
+        try:
+            pins[user] = gpus.parse_ids(ids, f"{name} {user}")
+        except gpus.GpuError as exc:
+            raise HubConfigError(str(exc)) from None
+    return tuple(pins.items())
 
 
 def _docker_name(name: str, value: str) -> str:
@@ -196,7 +243,7 @@ def load(environ: Mapping[str, str]) -> Settings:
         ssh_address=_address("HUB_SSH_ADDRESS", get("HUB_SSH_ADDRESS", address)),
         ssh_ports=_port_range("HUB_SSH_PORTS", get("HUB_SSH_PORTS", "2200-2299")),
         admin_users=_names("HUB_ADMIN_USERS", get("HUB_ADMIN_USERS", "admin")),
-        profiles=_profiles("HUB_PROFILES", get("HUB_PROFILES", ",".join(PROFILES))),
+        profiles=_profiles("HUB_PROFILES", get("HUB_PROFILES", ",".join((*PROFILES, MIG_PROFILES)))),
         shm_size=_size("HUB_SHM_SIZE", get("HUB_SHM_SIZE", "1g")),
         memlock=wanted_memlock,
         cull_timeout=cull_timeout,
@@ -204,6 +251,9 @@ def load(environ: Mapping[str, str]) -> Settings:
         activity_interval=_seconds("HUB_ACTIVITY_INTERVAL", get("HUB_ACTIVITY_INTERVAL", "60"), 5),
         self_check=_choice("HUB_SELF_CHECK", get("HUB_SELF_CHECK", "warn"), SELF_CHECK_MODES),
         spawn_timeout=_seconds("HUB_SPAWN_TIMEOUT", get("HUB_SPAWN_TIMEOUT", "180"), 30),
+        gpus=_gpus("HUB_GPUS", get("HUB_GPUS", GPUS_AUTO)),
+        gpu_policy=_choice("HUB_GPU_POLICY", get("HUB_GPU_POLICY", GPU_EXCLUSIVE), GPU_POLICIES),
+        gpu_pins=_pins("HUB_GPU_PINS", get("HUB_GPU_PINS", "")),
     )
     if settings.port == settings.proxy_api_port:
         raise HubConfigError(f"HUB_PORT and HUB_PROXY_API_PORT are both {settings.port}")

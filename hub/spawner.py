@@ -1,19 +1,25 @@
 """TeamSpawner: DockerSpawner with what a shared GPU box needs (docs/hub.md): a profile per
-server (CPU only, 1 GPU, 2 GPUs as Docker device requests), the user's SSH keys and a host port
-of their own, and the same shm, ulimits and log limits as the compose setup. Loaded by the hub
+server (CPU only, n specific GPUs or a MIG slice, as Docker device requests naming them, chosen by
+hub/gpuplan.py from what the running containers hold), the user's SSH keys and a host port of
+their own, and the same shm, ulimits and log limits as the compose setup. Loaded by the hub
 process (hub/.venv) through jupyterhub_config.py."""
 
 from __future__ import annotations
 
+import asyncio
 import html
+from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
+import gpus
+from docker.errors import NotFound
 from dockerspawner import DockerSpawner
 from tornado import web
 
 from hub import REPO, sshaccess
 from hub import settings as hub_settings
-from hub.settings import PROFILES, Settings
+from hub.gpuplan import GpuUnavailable, Plan, Profile
+from hub.settings import Settings
 
 # Where the keys file appears in the container: beside compose's secrets, read by the
 # entrypoint as root (SSH_AUTHORIZED_KEYS_FILE).
@@ -22,25 +28,35 @@ SSH_CONTAINER_PORT = 22
 # compose's start hook that gives fresh named volumes (~/work, ~/.nv) to the dev user.
 START_HOOKS = REPO / "compose" / "start.d"
 STACK_BYTES = 67108864  # as docker-compose.yml's ulimits
+# Containers that hold their GPUs: all but the exited, dead and never started ones.
+HOLDING_STATES = ["running", "paused", "restarting"]
+GPUS_LABEL = "io.tf29-env.hub.gpus"
 
 
 class TeamSpawner(DockerSpawner):  # type: ignore[misc]
     # Set once by jupyterhub_config.py: the checked settings (profiles already fitted to whether
     # the engine can give containers GPUs).
     team: ClassVar[Settings]
+    # Set once by jupyterhub_config.py: the profiles offered and the GPUs handed out (hub/gpuplan.py).
+    plan: ClassVar[Plan]
+    # One spawn at a time from choosing GPUs to its container existing: two never get the same free GPU.
+    gpu_lock: ClassVar[asyncio.Lock] = asyncio.Lock()
     # What start() adds to the environment DockerSpawner builds (profile, SSH, activity reports).
     team_env: dict[str, str]
 
     def _keys_path(self) -> Any:
         return sshaccess.keys_file(hub_settings.users_dir(self.team.state_dir), self.escaped_name)
 
-    def options_form_html(self) -> str:
-        """The spawn page's form (c.TeamSpawner.options_form names this function): profile and SSH keys."""
+    async def options_form_html(self) -> str:
+        """The spawn page's form (c.TeamSpawner.options_form names this function): profile and SSH keys,
+        with how many of each GPU profile's GPUs are free now."""
+        held = await self._held() if any(profile.count for profile in self.plan.profiles) else []
         radios = []
-        for index, name in enumerate(self.team.profiles):
+        for index, profile in enumerate(self.plan.profiles):
             checked = " checked" if index == 0 else ""
-            radios.append(f'<label><input type="radio" name="profile" value="{name}"{checked}> '
-                          f"{html.escape(PROFILES[name][0])}</label><br>")
+            free = f": {self.plan.availability(self.user.name, profile, held)}" if profile.count else ""
+            radios.append(f'<label><input type="radio" name="profile" value="{html.escape(profile.name)}"{checked}> '
+                          f"{html.escape(profile.label + free)}</label><br>")
         stored = self._keys_path().is_file()
         hint = ("Your SSH key is on file: leave this empty to keep it, or paste new keys to replace it."
                 if stored else "Paste your SSH public key (the one line of ~/.ssh/id_ed25519.pub) for SSH access.")
@@ -57,12 +73,31 @@ class TeamSpawner(DockerSpawner):  # type: ignore[misc]
     def options_from_form(self, formdata: dict[str, list[str]]) -> dict[str, str]:
         return {"profile": formdata.get("profile", [""])[0], "ssh_key": formdata.get("ssh_key", [""])[0]}
 
-    def _profile(self) -> str:
-        profile = str(self.user_options.get("profile") or self.team.profiles[0])
-        if profile not in self.team.profiles:
-            raise web.HTTPError(400, f"profile {profile!r} is not offered here: choose one of "
-                                     f"{', '.join(self.team.profiles)}")
+    def _profile(self) -> Profile:
+        name = str(self.user_options.get("profile") or self.plan.profiles[0].name)
+        profile = self.plan.profile(name)
+        if profile is None:
+            raise web.HTTPError(400, f"profile {name!r} is not offered here: choose one of "
+                                     f"{', '.join(p.name for p in self.plan.profiles)}")
         return profile
+
+    async def _held(self) -> list[tuple[str, ...]]:
+        """The GPUs each other container on the engine holds now, from its device requests: the
+        hub's servers, compose members, anything else; never this user's own old container."""
+        call: Callable[..., Awaitable[Any]] = self.docker
+        held = []
+        for summary in await call("containers", filters={"status": HOLDING_STATES}):
+            if f"/{self.container_name}" in (summary.get("Names") or []):
+                continue
+            try:
+                attrs = await call("inspect_container", summary["Id"])
+            except NotFound:  # gone since it was listed
+                continue
+            ids = tuple(i for request in attrs["HostConfig"].get("DeviceRequests") or []
+                        for i in gpus.request_ids(request))
+            if ids:
+                held.append(ids)
+        return held
 
     def _ssh_port(self) -> int | None:
         """Store keys sent with this spawn; with keys on file, the user's SSH host port."""
@@ -85,7 +120,6 @@ class TeamSpawner(DockerSpawner):  # type: ignore[misc]
     async def start(self) -> Any:
         profile = self._profile()
         ssh_port = self._ssh_port()
-        gpus = PROFILES[profile][1]
         env: dict[str, str] = {
             "SELF_CHECK": self.team.self_check,
             # How often the server reports its last activity to the hub (the culler reads it).
@@ -97,9 +131,7 @@ class TeamSpawner(DockerSpawner):  # type: ignore[misc]
                         {"Name": "stack", "Soft": STACK_BYTES, "Hard": STACK_BYTES}],
             "log_config": {"type": "json-file", "config": {"max-size": "10m", "max-file": "3"}},
         }
-        if gpus:
-            host_config["device_requests"] = [{"Driver": "", "Count": gpus, "Capabilities": [["gpu"]]}]
-        else:
+        if not profile.count:
             # The image's ENV says all; void hides every GPU even where the engine's default runtime is nvidia.
             env["NVIDIA_VISIBLE_DEVICES"] = "void"
         volumes: dict[str, Any] = {
@@ -108,7 +140,7 @@ class TeamSpawner(DockerSpawner):  # type: ignore[misc]
             f"{self.team.name_prefix}-{{username}}-hostkeys": "/etc/ssh/host-keys",
             str(START_HOOKS): {"bind": "/etc/tf29-env/start.d", "mode": "ro"},
         }
-        create: dict[str, Any] = {"labels": {"io.tf29-env.hub.profile": profile}}
+        create: dict[str, Any] = {"labels": {"io.tf29-env.hub.profile": profile.name}}
         if ssh_port is None:
             self.log.info("%s: no SSH key on file, SSH stays off", self.user.name)
         else:
@@ -122,4 +154,15 @@ class TeamSpawner(DockerSpawner):  # type: ignore[misc]
         self.volumes = volumes
         self.extra_host_config = host_config
         self.extra_create_kwargs = create
-        return await super().start()
+        if not profile.count:
+            return await super().start()
+        async with self.gpu_lock:
+            try:
+                devices = self.plan.assign(self.user.name, profile, await self._held())
+            except GpuUnavailable as exc:
+                raise web.HTTPError(409, str(exc)) from None
+            ids = [device.id for device in devices]
+            host_config["device_requests"] = [{"Driver": "nvidia", "DeviceIDs": ids, "Capabilities": [["gpu"]]}]
+            create["labels"][GPUS_LABEL] = ",".join(ids)
+            self.log.info("%s: %s", self.user.name, ", ".join(device.label for device in devices))
+            return await super().start()

@@ -37,6 +37,7 @@ from pathlib import Path
 import docker
 import docker.errors
 from docker import DockerClient
+from docker.models.containers import Container
 
 from testkit.wait import wait_until
 
@@ -129,6 +130,23 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def processes_of(root: Path) -> list[int]:
+    """Processes whose command line names ROOT: its dockerd, containerd and shims, nobody else's."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if f"{root}/".encode() in (entry / "cmdline").read_bytes().replace(b"\0", b" ") + b" ":
+                    found.append(int(entry.name))
+    return found
+
+
+def _kill_processes_of(root: Path) -> None:
+    for pid in processes_of(root):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
 def _unmount_below(root: Path) -> None:
     """Unmount what a dockerd killed mid-run left mounted below ROOT (deepest first)."""
     mounts = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()]
@@ -146,6 +164,7 @@ def clean_stale(tmp: Path) -> None:
             continue
         if _alive(int(recorded.get("pid", 0))):
             continue
+        _kill_processes_of(root)
         _ip("link", "delete", str(recorded["bridge"]), check=False)
         _unmount_below(root)
         shutil.rmtree(root, ignore_errors=True)
@@ -217,6 +236,7 @@ class GpuEngine:
                     self.process.kill()
                     self.process.wait(timeout=STOP_TIMEOUT)
         finally:
+            _kill_processes_of(self.root)  # its containerd, when dockerd had to be killed
             _ip("link", "delete", self.bridge, check=False)
             _unmount_below(self.root)
             shutil.rmtree(self.root, ignore_errors=True)
@@ -268,6 +288,17 @@ def start(listing: str = TWO_GPUS, tmp: Path | None = None) -> GpuEngine:
             _ip("link", "delete", bridge, check=False)
             shutil.rmtree(root, ignore_errors=True)
         raise
+
+
+def visible_devices(container: Container) -> str:
+    """NVIDIA_VISIBLE_DEVICES as the engine gave it to the container: the last entry in PID 1's
+    environment (the engine appends its own after the image's `all`; the toolkit and the
+    entrypoint's shell both take the last one), "" where there is none."""
+    code, out = container.exec_run(["cat", "/proc/1/environ"], user="root")
+    assert code == 0, out.decode(errors="replace")
+    values = [entry.split("=", 1)[1] for entry in out.decode(errors="replace").split("\0")
+              if entry.startswith("NVIDIA_VISIBLE_DEVICES=")]
+    return values[-1] if values else ""
 
 
 @contextlib.contextmanager

@@ -17,7 +17,8 @@ def test_defaults_are_safe() -> None:
     team = hub_settings.load({})
     assert team.address == "127.0.0.1" and team.ssh_address == "127.0.0.1"
     assert team.public_url == "http://127.0.0.1:8000/"
-    assert team.profiles == ("cpu", "gpu1", "gpu2")
+    assert team.profiles == ("cpu", "gpu1", "gpu2", "mig")
+    assert (team.gpus, team.gpu_policy, team.gpu_pins) == ("auto", "exclusive", ())
     assert team.cull_timeout == 3600 and team.cull_every == 300
     assert team.memlock == -1 and team.shm_size == "1g"
     assert team.admin_users == ("admin",)
@@ -39,13 +40,24 @@ def test_public_address_and_wildcard() -> None:
     ("HUB_PROFILES", "cpu,gpu4"), ("HUB_PROFILES", "cpu,cpu"), ("HUB_CULL_TIMEOUT", "10"),
     ("HUB_CULL_TIMEOUT", "1h"), ("HUB_SHM_SIZE", "lots"), ("HUB_MEMLOCK", "-5"), ("HUB_NETWORK", "bad name"),
     ("HUB_NAME_PREFIX", "-x"), ("HUB_SELF_CHECK", "maybe"), ("HUB_ADMIN_USERS", "Boss"), ("HUB_IMAGE", "a b"),
-    ("HUB_SPAWN_TIMEOUT", "5"),
+    ("HUB_SPAWN_TIMEOUT", "5"), ("HUB_PROFILES", "mig-big"), ("HUB_GPUS", "GPU-12"), ("HUB_GPUS", "0,0"),
+    ("HUB_GPUS", "0,x"), ("HUB_GPU_POLICY", "first"), ("HUB_GPU_PINS", "ann"), ("HUB_GPU_PINS", "Ann=0"),
+    ("HUB_GPU_PINS", "ann=GPU-1"), ("HUB_GPU_PINS", "ann=0 ann=1"), ("HUB_GPU_PINS", "=0"),
 ])
 def test_bad_value_is_one_line_naming_it(name: str, value: str) -> None:
     with pytest.raises(HubConfigError) as raised:
         hub_settings.load({name: value})
     message = str(raised.value)
     assert name in message and "\n" not in message
+
+
+def test_gpu_settings() -> None:
+    team = hub_settings.load({"HUB_GPUS": " 1, 0 ", "HUB_GPU_POLICY": "share", "HUB_GPU_PINS": "ann=0; ben=1,2:0",
+                              "HUB_PROFILES": "cpu,mig-1g.5gb,mig-3g.20gb+me"})
+    assert (team.gpus, team.gpu_ids, team.gpu_policy) == ("1,0", ("1", "0"), "share")
+    assert team.gpu_pins == (("ann", ("0",)), ("ben", ("1", "2:0")))
+    assert team.profiles == ("cpu", "mig-1g.5gb", "mig-3g.20gb+me")
+    assert hub_settings.load({"HUB_GPUS": "none"}).gpu_ids == ()
 
 
 def test_conflicting_values() -> None:
