@@ -32,6 +32,8 @@ declare -A wanted=(
   # tests/image/test_custom_op.py builds a custom op against the image's headers, as a user would
   # (the image ships no compiler)
   [g++]=g++
+  # tests/gpu makes a bridge of its own for a second dockerd (testkit/gpuengine.py)
+  [ip]=iproute2
   # tests/browser and scripts/screenshots.py drive a real headless Chromium through its chromedriver
   [chromium]=chromium
   [chromedriver]=chromium-driver

@@ -1,7 +1,9 @@
-"""The team setup with compose/gpu.yml on a GPU-capable engine (the stand-in), under both compose
-implementations: members added by compose/member.py without a GPU option get the next free GPU of
-the box's `nvidia-smi -L` (the stand-in's), `--gpus all` stays available, `make up` starts them,
-and each member's container gets its own NVIDIA_VISIBLE_DEVICES. A bad --gpu-ids is one line."""
+"""The team setup with compose/gpu.yml on a GPU-capable engine (the stand-in: GPUs 0 and 1, and a
+third in MIG mode with two slices), under both compose implementations: the shipped examples alice
+and bob keep GPUs 0 and 1 as compose/gpu.yml gives them, members added by compose/member.py without
+a GPU option get the next free devices of the box's `nvidia-smi -L` (here the two MIG slices),
+`--gpus all` stays available, `make up` starts them all, and each member's container gets its own
+NVIDIA_VISIBLE_DEVICES. A bad --gpu-ids is one line."""
 
 import subprocess
 import sys
@@ -10,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from testkit.gpuengine import GpuEngine, visible_devices
+from testkit.gpuengine import MIG_UUIDS, GpuEngine, visible_devices
 from testkit.net import free_host_port
 from testkit.ssh import KeyPair
 from testkit.wait import wait_until
@@ -18,7 +20,8 @@ from tests.compose.team import IMPLEMENTATIONS, Team, copy_project
 from tests.gpu.conftest import assert_no_gpu_holders
 
 # Member -> what member.py is told about GPUs -> what the member's container must see.
-MEMBERS = {"ann": ([], "0"), "ben": ([], "1"), "cleo": (["--gpus", "all"], "all")}
+MEMBERS = {"ann": ([], MIG_UUIDS[0]), "ben": ([], MIG_UUIDS[1]), "cleo": (["--gpus", "all"], "all")}
+SHIPPED = {"alice": "0", "bob": "1"}
 
 
 def member_py(engine: GpuEngine, project: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -30,8 +33,14 @@ def member_py(engine: GpuEngine, project: Path, *args: str) -> subprocess.Comple
 @pytest.fixture(scope="module")
 def gpu_project(tmp_path_factory: pytest.TempPathFactory, gpu_engine: GpuEngine, keypair: KeyPair) -> Path:
     project = copy_project(tmp_path_factory.mktemp("gpu-team"))
-    for example in ("alice", "bob"):
-        assert member_py(gpu_engine, project, "remove", example).returncode == 0
+    compose_file = project / "docker-compose.yml"
+    text = compose_file.read_text()
+    for shipped_port in ("8801", "8802", "2201", "2202"):  # the examples' ports may be taken on this host
+        text = text.replace(f":{shipped_port}:", f":{free_host_port()}:")
+    compose_file.write_text(text)
+    for example in SHIPPED:
+        given = member_py(gpu_engine, project, "secrets", example, "--ssh-key", f"{keypair.private}.pub")
+        assert given.returncode == 0, given.stderr
     for uid, (name, (gpu_args, _)) in enumerate(MEMBERS.items(), 1201):
         added = member_py(gpu_engine, project, "add", name, "--uid", str(uid), "--jupyter-port",
                           str(free_host_port()), "--ssh-port", str(free_host_port()), "--ssh-key",
@@ -55,13 +64,16 @@ def gpu_team(request: pytest.FixtureRequest, gpu_engine: GpuEngine, image: str, 
 
 def test_members_get_the_next_free_gpu(gpu_project: Path) -> None:
     gpu_file = (gpu_project / "compose" / "gpu.yml").read_text()
-    assert 'ann:\n    deploy: {resources: {reservations: {devices: [{driver: nvidia, device_ids: ["0"]' in gpu_file
-    assert 'ben:\n    deploy: {resources: {reservations: {devices: [{driver: nvidia, device_ids: ["1"]' in gpu_file
+    for name, device in (("ann", MIG_UUIDS[0]), ("ben", MIG_UUIDS[1])):
+        assert (f"{name}:\n    deploy: {{resources: {{reservations: {{devices: [{{driver: nvidia, "
+                f'device_ids: ["{device}"]') in gpu_file
     assert "cleo:\n    deploy: {resources: {reservations: {devices: [{driver: nvidia, count: all," in gpu_file
 
 
 def test_each_member_sees_its_own_gpus(gpu_team: Team) -> None:
-    for name, (_, expected) in MEMBERS.items():
+    expected_of = {**SHIPPED, **{name: expected for name, (_, expected) in MEMBERS.items()}}
+    assert sorted(gpu_team.config()["services"]) == sorted(expected_of)
+    for name, expected in expected_of.items():
         container = gpu_team.container(name)
         (request,) = container.attrs["HostConfig"]["DeviceRequests"]
         assert request["Driver"] == "nvidia"

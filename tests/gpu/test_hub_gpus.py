@@ -2,8 +2,8 @@
 a third in MIG mode with two slices; docs/hub.md): two users who start the 1-GPU profile at the same
 time get different GPUs, a third gets the "no free GPU" line (the API and the spawn form), the MIG
 slice pinned to a user goes to them, a hub restart keeps every assignment (it is read from the
-running containers), and a stopped server frees its GPU. Bad GPU settings stop `make hub` with
-one line before anything starts."""
+running containers), a stopped server frees its GPU, and with HUB_GPU_POLICY=share a full box
+shares its least used GPU. Bad GPU settings stop `make hub` with one line before anything starts."""
 
 import html
 from collections.abc import Iterator
@@ -103,6 +103,20 @@ def test_a_stopped_server_frees_its_gpu(gpu_hub: HubRun, people: dict[str, User]
     gpu_hub.start(people["carl"], profile="gpu1")
     gpu_hub.wait_ready(people["carl"])
     assert gpus_of(gpu_hub, "carl") == freed
+
+
+def test_share_policy_shares_the_least_used(gpu_hub: HubRun, people: dict[str, User]) -> None:
+    """Restarted with HUB_GPU_POLICY=share, a spawn with every GPU taken shares the least used one."""
+    held = {name: gpus_of(gpu_hub, name) for name in ("ann", "carl")}
+    assert sorted(held.values()) == ["0", "1"]
+    assert gpu_hub.make("hub-down").returncode == 0
+    gpu_hub.env["HUB_GPU_POLICY"] = "share"
+    gpu_hub.up()
+    eve = gpu_hub.enrol("eve")
+    assert "1 GPU: 0 of 2 free: you would share the least used" in spawn_form(gpu_hub, eve)
+    gpu_hub.start(eve, profile="gpu1")
+    gpu_hub.wait_ready(eve)
+    assert gpus_of(gpu_hub, "eve") == "0"  # both are used once: the first in nvidia-smi's order
 
 
 @pytest.mark.parametrize(("settings", "error"), [
