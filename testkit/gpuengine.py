@@ -147,6 +147,16 @@ def _kill_processes_of(root: Path) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+def _delete_links_in(subnet: ipaddress.IPv4Network) -> None:
+    """Delete the interfaces with an address in SUBNET: its bridge, and networks' bridges a dockerd
+    stopped mid-test leaves (the range was free of routes when the engine took it)."""
+    out = subprocess.run(["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True, check=False).stdout
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) > 3 and ipaddress.IPv4Interface(fields[3]).ip in subnet:
+            _ip("link", "delete", fields[1].split("@")[0], check=False)
+
+
 def _unmount_below(root: Path) -> None:
     """Unmount what a dockerd killed mid-run left mounted below ROOT (deepest first)."""
     mounts = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()]
@@ -166,6 +176,8 @@ def clean_stale(tmp: Path) -> None:
             continue
         _kill_processes_of(root)
         _ip("link", "delete", str(recorded["bridge"]), check=False)
+        with contextlib.suppress(KeyError, ValueError):
+            _delete_links_in(ipaddress.IPv4Network(recorded["subnet"]))
         _unmount_below(root)
         shutil.rmtree(root, ignore_errors=True)
 
@@ -238,6 +250,7 @@ class GpuEngine:
         finally:
             _kill_processes_of(self.root)  # its containerd, when dockerd had to be killed
             _ip("link", "delete", self.bridge, check=False)
+            _delete_links_in(self.subnet)
             _unmount_below(self.root)
             shutil.rmtree(self.root, ignore_errors=True)
 
@@ -271,7 +284,7 @@ def start(listing: str = TWO_GPUS, tmp: Path | None = None) -> GpuEngine:
             env={**os.environ, "PATH": f"{tools}:{os.environ.get('PATH', '/usr/sbin:/usr/bin:/sbin:/bin')}"})
         log.close()
         engine = GpuEngine(root, bridge, subnet, process)
-        (root / "engine.json").write_text(json.dumps({"pid": process.pid, "bridge": bridge}))
+        (root / "engine.json").write_text(json.dumps({"pid": process.pid, "bridge": bridge, "subnet": str(subnet)}))
 
         def answers() -> bool:
             if process.poll() is not None:

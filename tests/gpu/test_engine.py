@@ -4,6 +4,7 @@ the stand-in hook run as a prestart hook; the main engine keeps its docker0, its
 and its published ports while the stand-in runs; and a stopped stand-in leaves no process, bridge
 or folder behind."""
 
+import ipaddress
 import subprocess
 from pathlib import Path
 
@@ -54,11 +55,19 @@ def test_the_main_engine_keeps_working(gpu_engine: GpuEngine, tracked: TrackedCo
     wait_until(lambda: requests.get(url, timeout=2).status_code == 200, timeout=30, what="a main-engine container")
 
 
+def addresses_in(engine: GpuEngine) -> list[str]:
+    out = subprocess.run(["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True, check=True).stdout
+    return [line.split()[1] for line in out.splitlines() if ipaddress.IPv4Interface(line.split()[3]).ip in engine.subnet]
+
+
 def test_a_stopped_engine_leaves_nothing(docker_client: DockerClient) -> None:
+    """Even a network left on it (a test that failed before its teardown): its bridge goes too."""
     engine = gpuengine.start()
     pid, root, bridge = engine.process.pid, engine.root, engine.bridge
-    assert engine.client().ping()
+    engine.client().networks.create("left-behind", driver="bridge")
+    assert len(addresses_in(engine)) == 2  # its own bridge and the network's
     engine.stop()
+    assert addresses_in(engine) == []
     assert engine.process.poll() is not None
     assert not Path(f"/proc/{pid}").exists()
     assert gpuengine.processes_of(root) == [], "its containerd outlived it"
