@@ -32,15 +32,24 @@ class TrackedContainer:
         self.ports: dict[str, dict[int, int]] = {}
 
     def run(self, *, publish: tuple[int, ...] = (8888, 22), **kwargs: Any) -> Container:
-        """Start a detached container; kwargs go to containers.run (environment, user, command, ...)."""
-        ports = {container_port: free_host_port() for container_port in publish}
-        kwargs.setdefault("detach", True)
+        """Start a detached container; kwargs go to containers.create (environment, user, command, ...)."""
         kwargs.setdefault("healthcheck", FAST_HEALTH)
-        container = self.client.containers.run(
-            self.image,
-            ports={f"{cport}/tcp": (LOOPBACK, hport) for cport, hport in ports.items()},
-            **kwargs,
-        )
+        for attempt in range(5):
+            ports = {container_port: free_host_port() for container_port in publish}
+            container = self.client.containers.create(
+                self.image,
+                ports={f"{cport}/tcp": (LOOPBACK, hport) for cport, hport in ports.items()},
+                **kwargs,
+            )
+            try:
+                container.start()
+                break
+            except docker.errors.APIError as exc:
+                with contextlib.suppress(docker.errors.NotFound):
+                    container.remove(force=True, v=True)
+                # Another process bound a port between the check and the engine's bind: new ports.
+                if "port is already allocated" not in str(exc) or attempt == 4:
+                    raise
         self.containers.append(container)
         self.ports[container.id] = ports
         return container

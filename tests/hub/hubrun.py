@@ -18,7 +18,7 @@ from docker import DockerClient
 from docker.models.containers import Container
 
 from hub import settings as hub_settings
-from testkit.net import free_host_port
+from testkit.net import free_host_port, free_port_range
 from testkit.ssh import KeyPair
 from testkit.wait import wait_until
 
@@ -41,11 +41,11 @@ def install_tools() -> None:
 def hub_environment(image: str, state: Path, **overrides: str) -> dict[str, str]:
     """os.environ plus the HUB_* settings of a hub that touches nothing but its own things."""
     tag = f"tf29-hubtest-{secrets.token_hex(3)}"
-    ssh_first = free_host_port()
+    ssh_ports = free_port_range(21)
     settings = {
         "HUB_IMAGE": image, "HUB_STATE_DIR": str(state), "HUB_ADDRESS": LOOPBACK, "HUB_SSH_ADDRESS": LOOPBACK,
         "HUB_PORT": str(free_host_port()), "HUB_PROXY_API_PORT": str(free_host_port()),
-        "HUB_INTERNAL_PORT": str(free_host_port()), "HUB_SSH_PORTS": f"{ssh_first}-{min(ssh_first + 20, 65535)}",
+        "HUB_INTERNAL_PORT": str(free_host_port()), "HUB_SSH_PORTS": f"{ssh_ports.start}-{ssh_ports.stop - 1}",
         "HUB_NETWORK": tag, "HUB_NAME_PREFIX": tag, "HUB_ADMIN_USERS": ADMIN,
     }
     environ = {key: value for key, value in os.environ.items() if not key.startswith("HUB_")}

@@ -10,6 +10,7 @@ import pytest
 from hub import settings as hub_settings
 from hub import sshaccess
 from hub.settings import HubConfigError
+from testkit.net import free_port_range
 from testkit.ssh import KeyPair
 
 
@@ -84,20 +85,9 @@ def test_keys_checked_and_stored(tmp_path: Path, keypair: KeyPair) -> None:
     assert path.read_text() == keypair.public_text + "\n"  # a refused key leaves the stored one
 
 
-def quiet_ports(count: int) -> range:
-    """COUNT consecutive ports that can be bound now, below the kernel's ephemeral range: outgoing
-    connections and port-0 binds (the suite's free_host_port) land only inside it, so ports below it
-    stay free while the test runs. (Inside it, a neighbour of a port-0 bind was once taken.)"""
-    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    for first in range(low - 4000, low - count, count):
-        if all(sshaccess.port_free("127.0.0.1", port) for port in range(first, first + count)):
-            return range(first, first + count)
-    raise AssertionError(f"no {count} consecutive free ports below {low}")
-
-
 def test_ports_stay_with_their_user(tmp_path: Path) -> None:
     table = tmp_path / "ssh-ports.json"
-    ports = quiet_ports(3)
+    ports = free_port_range(3)  # below the ephemeral range: no outgoing connection takes a neighbour
     first = ports.start
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", first))
