@@ -37,6 +37,8 @@ CHROMEDRIVER = Path("/usr/bin/chromedriver")
 # What scripts/host-setup.sh installs for each binary (Debian's names).
 PACKAGES = {CHROMIUM: "chromium", CHROMEDRIVER: "chromium-driver"}
 SCREENSHOTS = REPO / "build-output" / "screenshots"
+# What the launcher and a notebook's toolbar call the image's kernel.
+KERNEL_NAME = json.loads((REPO / "image" / "jupyter" / "kernel.json").read_text())["display_name"]
 WINDOW = (1280, 800)
 WAIT = 60.0
 FLAGS = (

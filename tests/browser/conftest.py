@@ -24,11 +24,8 @@ class LabServer:
 
 @pytest.fixture
 def browser() -> Iterator[Browser]:
-    started = browser_for_test()
-    try:
+    with browser_for_test() as started:
         yield started
-    finally:
-        started.close()
 
 
 @pytest.fixture(scope="module")

@@ -4,19 +4,16 @@ menu, a terminal, TensorBoard from the launcher and the GPU dashboards on a mach
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
-from testkit.browser import Browser, Lab
+from testkit.browser import KERNEL_NAME, Browser, Lab
 from testkit.jupyter import put_file
 from testkit.wait import wait_until
 from tests.browser.conftest import TOKEN, LabServer
 
 pytestmark = pytest.mark.image
 
-REPO = Path(__file__).resolve().parents[2]
-KERNEL_NAME = json.loads((REPO / "image" / "jupyter" / "kernel.json").read_text())["display_name"]
 # The notebook's summary line of the self-check (docs/selfcheck.md), as tests/notebooks reads it.
 SELFCHECK_SUMMARY = re.compile(r"^selfcheck: \d+ PASS, .* GPU visible: (yes|no)", re.M)
 # A scalar the way a Keras TensorBoard callback writes one, into the run "demo", as the dev user.

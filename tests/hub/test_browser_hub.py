@@ -2,29 +2,22 @@
 the hub's page, cannot log in until the admin approves them, then logs in, starts a CPU server
 from the spawn form and lands in JupyterLab. A failure keeps a screenshot and names it."""
 
-import json
 import secrets
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from testkit.browser import Browser, Lab, browser_for_test, hub_log_in, hub_sign_up, screenshot_on_failure
+from testkit.browser import KERNEL_NAME, Browser, Lab, browser_for_test, hub_log_in, hub_sign_up, screenshot_on_failure
 from tests.hub.hubrun import ADMIN, SPAWN_TIMEOUT, HubRun
 
 pytestmark = pytest.mark.image
 
-REPO = Path(__file__).resolve().parents[2]
-KERNEL_NAME = json.loads((REPO / "image" / "jupyter" / "kernel.json").read_text())["display_name"]
 
 
 @pytest.fixture
 def browser() -> Iterator[Browser]:
-    started = browser_for_test()
-    try:
+    with browser_for_test() as started:
         yield started
-    finally:
-        started.close()
 
 
 def test_sign_up_approval_and_login_land_in_lab(team_hub: HubRun, browser: Browser,
