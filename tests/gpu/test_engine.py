@@ -57,7 +57,8 @@ def test_the_main_engine_keeps_working(gpu_engine: GpuEngine, tracked: TrackedCo
 
 def addresses_in(engine: GpuEngine) -> list[str]:
     out = subprocess.run(["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True, check=True).stdout
-    return [line.split()[1] for line in out.splitlines() if ipaddress.IPv4Interface(line.split()[3]).ip in engine.subnet]
+    return [line.split()[1] for line in out.splitlines()
+            if ipaddress.IPv4Interface(line.split()[3]).ip in engine.subnet]
 
 
 def test_a_stopped_engine_leaves_nothing(docker_client: DockerClient) -> None:
