@@ -11,6 +11,7 @@ set -euo pipefail
 cd /opt/tf29-env/entrypoint.d
 source 00-common.sh
 source 05-mode.sh
+source 07-apptainer.sh
 source 10-config.sh
 source 12-hub.sh
 source 15-privileges.sh
@@ -33,6 +34,7 @@ main() {
   check_scratch                     # 15: /tmp is writable (--read-only needs a tmpfs there)
   select_mode "$@"                  # 05: services, hub or command
   load_config                       # 10 (12 in the hub mode): bad input stops here, before anything starts
+  load_apptainer_config             # 07: under Apptainer, the port on a shared node, PYTHONNOUSERSITE
   load_user_config                  # 16: NB_GROUP, NB_UMASK, CHOWN_*, GRANT_SUDO, the root triplet
   check_privileges                  # 15: the capabilities and writable paths the steps below need
   fit_user                          # 20: NB_USER, NB_UID, NB_GID (without root: libnss-wrapper)

@@ -17,6 +17,31 @@ die() {
 # as a failed write halfway through the start.
 [[ -n ${TFENV_RUN_DIR:-} ]] ||
   die "TFENV_RUN_DIR is not set: the image's ENV sets it; do not override it with an empty value"
+# The Apptainer mode (07-apptainer): Apptainer (formerly Singularity) sets one of these in every
+# container it runs, as the calling user, with a read-only image and the host's home and network.
+apptainer_mode=0
+[[ -z ${APPTAINER_CONTAINER:-}${SINGULARITY_CONTAINER:-} ]] || apptainer_mode=1
+readonly apptainer_mode
+# Where the image's run directory cannot be written (Apptainer's read-only image, or `docker run
+# --read-only --tmpfs /run --user UID`, whose /run is root's), the run directory is a folder of this
+# run's own under TMPDIR or /tmp, made by 15-privileges and removed at the end (07-apptainer): one
+# per run, as under Apptainer /tmp is the node's, shared with other users' servers. Root keeps the
+# image's (sshd needs /run anyway). The name is paired with per_run_dir in healthchecks/healthcheck.py.
+readonly IMAGE_RUN_DIR=${TFENV_RUN_DIR}
+run_dir_per_run=0
+image_run_parent=${IMAGE_RUN_DIR%/*}
+if ((apptainer_mode)) || {
+  ((EUID != 0)) && ! [[ -d ${IMAGE_RUN_DIR} && -w ${IMAGE_RUN_DIR} ]] &&
+    ! [[ ! -e ${IMAGE_RUN_DIR} && -w ${image_run_parent:-/} ]]
+}; then
+  run_dir_per_run=1
+  per_run_parent=${TMPDIR:-/tmp}
+  [[ ${per_run_parent} == /?* ]] || per_run_parent=/tmp
+  # Jupyter's runtime files follow, unless -e moved them elsewhere.
+  [[ ${JUPYTER_RUNTIME_DIR:-} != "${IMAGE_RUN_DIR}/jupyter" ]] || JUPYTER_RUNTIME_DIR=""
+  export TFENV_RUN_DIR=${per_run_parent%/}/tf29-env-${EUID}-$$
+fi
+readonly run_dir_per_run
 readonly RUN_DIR=${TFENV_RUN_DIR}
 
 # What lives in RUN_DIR, each named here once for the shell side. The Python side spells a name

@@ -21,6 +21,10 @@ check_scratch() {
 # own (the dev user writes the self-check report there). A tmpfs on /run takes the mode of the
 # image's /run (root's, 755), so without root only a tmpfs on the run directory itself will do.
 check_run_dir() {
+  if ((run_dir_per_run)); then
+    make_run_dir # 07-apptainer: this run's own, under TMPDIR or /tmp
+    return 0
+  fi
   if [[ ! -e ${RUN_DIR} ]]; then
     local parent=${RUN_DIR%/*}
     mkdir -m 1777 "${RUN_DIR}" 2>/dev/null ||

@@ -54,6 +54,10 @@ plan_user() {
 }
 
 fit_user() {
+  if ((apptainer_mode)); then
+    fit_user_apptainer # 07-apptainer
+    return 0
+  fi
   if ((!is_root)); then
     fit_user_without_root
     return 0

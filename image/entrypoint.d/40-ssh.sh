@@ -8,7 +8,7 @@ ssh_key_count=0
 readonly SSHD_DIR=/run/tf29-env-sshd
 
 prepare_ssh() {
-  ((cfg_ssh)) || return 0
+  ((cfg_ssh && !apptainer_mode)) || return 0 # 07-apptainer has said why not
   if [[ -z ${cfg_ssh_keys} ]]; then
     log "SSH is off: no SSH_AUTHORIZED_KEYS or SSH_AUTHORIZED_KEYS_FILE given (login is key-only)"
     return 0

@@ -32,7 +32,9 @@ start_jupyter() {
     exec "${as_user[@]}" "${args[@]}"
   ) &
   children[$!]=jupyter
-  if ((cfg_token_generated)); then
+  if ((apptainer_mode)) && [[ ${cfg_mode} == services ]]; then
+    announce_tunnel "$!" # 07-apptainer: the ssh -L line, once it listens
+  elif ((cfg_token_generated)); then
     local scheme=http page=lab
     ((!cfg_gen_cert)) || scheme=https
     case ${cfg_jupyter_app} in server) page="" ;; notebook) page=tree ;; esac # its default page
@@ -82,7 +84,7 @@ lab_server_args() {
     jupyter "${cfg_jupyter_app}" # 52: DOCKER_STACKS_JUPYTER_CMD
     "--ServerApp.ip=$(jupyter_listen_ip)"
     "--ServerApp.port=${cfg_jupyter_port}"
-    --ServerApp.port_retries=0
+    "--ServerApp.port_retries=${cfg_port_retries}" # 07-apptainer: 0 but for a port it chose
     --ServerApp.open_browser=False
     "--ServerApp.root_dir=${NB_HOME}"
     "--ServerApp.base_url=${cfg_base_url}"

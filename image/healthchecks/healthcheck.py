@@ -25,7 +25,7 @@ import ssl
 import sys
 import urllib.request
 from pathlib import Path
-from typing import Tuple  # python 3.8: tuple[...] in an annotation fails at import
+from typing import Optional, Tuple  # python 3.8: tuple[...] in an annotation fails at import
 
 TIMEOUT = 1.0
 # Paired with SERVICES_FILE in image/entrypoint.d/00-common.sh (the same name, in TFENV_RUN_DIR),
@@ -139,8 +139,8 @@ def check_ssh(port: int) -> str:
     return f"ssh busy (port {port}: {pending} logins pending, MaxStartups {start}:{full})"
 
 
-def entrypoint_running() -> bool:
-    """Whether a process runs the entrypoint script: bash with it as its first argument (tini's own
+def entrypoint_pid() -> Optional[int]:
+    """The process that runs the entrypoint script: bash with it as its first argument (tini's own
     arguments name it too, and stay so after the command mode's exec, so tini does not count)."""
     for cmdline in PROC.glob("[0-9]*/cmdline"):
         try:
@@ -148,12 +148,35 @@ def entrypoint_running() -> bool:
         except OSError:
             continue  # ended meanwhile
         if len(args) > 1 and os.path.basename(args[0]) in (b"bash", b"sh") and args[1] == ENTRYPOINT.encode():
-            return True
-    return False
+            return int(cmdline.parent.name)
+    return None
+
+
+def entrypoint_running() -> bool:
+    return entrypoint_pid() is not None
+
+
+def per_run_dir(pid: int) -> Path:
+    """The run directory of its own that the entrypoint (PID) makes where the image's cannot be
+    written (--read-only --tmpfs /run --user UID; Apptainer): paired with 00-common.sh, which names
+    it TMPDIR (absolute, else /tmp)/tf29-env-UID-PID, from the entrypoint's own environment."""
+    proc = PROC / str(pid)
+    tmpdir = "/tmp"  # noqa: S108 - the entrypoint's default, paired
+    try:
+        for entry in (proc / "environ").read_bytes().split(b"\0"):
+            if entry.startswith(b"TMPDIR=/") and len(entry) > len(b"TMPDIR=/"):
+                tmpdir = entry[len(b"TMPDIR="):].decode(errors="replace")
+        uid = next(line.split()[2] for line in (proc / "status").read_text().splitlines() if line.startswith("Uid:"))
+    except (OSError, StopIteration, IndexError):
+        return Path("/nonexistent")
+    if tmpdir.endswith("/"):
+        tmpdir = tmpdir[:-1]
+    return Path(f"{tmpdir}/tf29-env-{uid}-{pid}")
 
 
 def main() -> int:
-    if not entrypoint_running():
+    pid = entrypoint_pid()
+    if pid is None:
         print("healthy: nothing to check: the image's entrypoint is not running (a command or another "
               "entrypoint runs in its place), so no service is managed")
         return 0
@@ -162,6 +185,8 @@ def main() -> int:
     except RuntimeError as exc:
         print(f"unhealthy: {exc}")
         return 1
+    if not services_file.exists() and (per_run_dir(pid) / SERVICES).exists():
+        services_file = per_run_dir(pid) / SERVICES
     try:
         services = services_file.read_text().split("\n")
     except OSError:
