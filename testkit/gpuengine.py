@@ -263,6 +263,8 @@ def start(listing: str = TWO_GPUS, tmp: Path | None = None) -> GpuEngine:
     root.chmod(0o755)  # the dev container test's host user reaches the socket through it
     subnet = _free_range()
     bridge = f"{BRIDGE_PREFIX}{secrets.token_hex(2)}"
+    # containerd takes letters and digits joined by single '.', '_' or '-' (mkdtemp's names may not).
+    namespace = f"tf29gpu{secrets.token_hex(4)}"
     hosts = list(subnet.subnets(new_prefix=24))
     bridge_net, pool = hosts[-1], next(subnet.subnets(new_prefix=17))
     tools = write_tools(root / "bin", listing)
@@ -276,8 +278,8 @@ def start(listing: str = TWO_GPUS, tmp: Path | None = None) -> GpuEngine:
         process = subprocess.Popen(
             ["dockerd", "--config-file", str(root / "daemon.json"), "-H", f"unix://{root / 'docker.sock'}",
              "--data-root", str(root / "data"), "--exec-root", str(root / "exec"), "--pidfile",
-             str(root / "docker.pid"), "--containerd-namespace", root.name, "--containerd-plugins-namespace",
-             f"{root.name}-plugins", "--bridge", bridge, "--iptables=false", "--ip-forward=false",
+             str(root / "docker.pid"), "--containerd-namespace", namespace, "--containerd-plugins-namespace",
+             f"{namespace}-plugins", "--bridge", bridge, "--iptables=false", "--ip-forward=false",
              "--ip-masq=false", "--default-address-pool", f"base={pool},size=24",
              "--add-runtime", f"nvidia={tools / RUNTIME}", "--log-level", "warn"],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
