@@ -51,10 +51,14 @@ def main():
     km, kc = start_new_kernel(kernel_name="python3")
     seq = iter(range(1, 100))
 
-    def request(command, arguments=None):
+    def send(command, arguments=None):
         msg = kc.session.msg("debug_request", {"type": "request", "seq": next(seq), "command": command,
                                                "arguments": arguments or {}})
         kc.control_channel.send(msg)
+        return msg
+
+    def request(command, arguments=None):
+        msg = send(command, arguments)
         while True:
             reply = kc.control_channel.get_msg(timeout=60)
             if reply["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
@@ -79,8 +83,9 @@ def main():
         thread = stopped()
         frame = request("stackTrace", {"threadId": thread})["stackFrames"][0]
         value = request("evaluate", {"expression": "a + 1", "frameId": frame["id"], "context": "watch"})
-        request("continue", {"threadId": thread})
-        status = kc.get_shell_msg(timeout=60)["content"]["status"]
+        # The cell running to its end is the answer to "continue" (its own reply once never came).
+        send("continue", {"threadId": thread})
+        status = kc.get_shell_msg(timeout=120)["content"]["status"]
         print(json.dumps({"verified": breakpoint["verified"], "line": frame["line"],
                           "value": value["result"], "status": status}))
     finally:
