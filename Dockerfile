@@ -278,9 +278,19 @@ COPY image/ /opt/tf29-env/
 # BASE_URL/tensorboard/, bin/tensorboard-proxied).
 # docker-stacks' start commands (start-notebook.*, start-singleuser.*, start.sh) are files for what
 # names their path (dockerstacks/start_command.py), and its hook folders are there (30-hooks).
+# The user's own packages (docs/packages.md): usersite/ is linked into the venv's site-packages, where
+# its .pth (named to come last) puts the user site after the venv's packages and guards pip; imported
+# once here so that its bytecode is the image's. ~/.local is where the volume for them is mounted: made
+# here the dev user's, so that a fresh named volume starts as the user's (Docker copies it up).
 RUN ln -s /opt/tf29-env/entrypoint.sh /usr/local/bin/entrypoint.sh \
  && ln -s /opt/tf29-env/bin/selfcheck /usr/local/bin/selfcheck \
  && ln -s /opt/tf29-env/bin/healthcheck /usr/local/bin/healthcheck \
+ && ln -s /opt/tf29-env/bin/user-packages /usr/local/bin/user-packages \
+ && site="$("${VIRTUAL_ENV}/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
+ && ln -s /opt/tf29-env/usersite/tf29env_usersite.py "${site}/tf29env_usersite.py" \
+ && ln -s /opt/tf29-env/usersite/tf29-env-usersite.pth "${site}/zz-tf29-env-usersite.pth" \
+ && "${VIRTUAL_ENV}/bin/python" -c 'import site, tf29env_usersite; assert site.ENABLE_USER_SITE' \
+ && install -d -m 2775 -o "${NB_UID}" -g "${NB_GID}" "/home/${NB_USER}/.local" \
  && for name in start-notebook.sh start-notebook.py start-singleuser.sh start-singleuser.py start.sh; do \
       ln -s /opt/tf29-env/dockerstacks/start_command.py "/usr/local/bin/${name}"; \
     done \

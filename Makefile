@@ -48,6 +48,7 @@ run: build ## build, then start the environment as container tf29-env (Jupyter o
 	  -p $(HOST_ADDRESS):$(JUPYTER_HOST_PORT):8888 -p $(HOST_ADDRESS):$(SSH_HOST_PORT):22 \
 	  $(if $(SSH_PUBLIC_KEY),-e SSH_AUTHORIZED_KEYS="$$(cat $(SSH_PUBLIC_KEY))") \
 	  -v tf29-env-work:/home/jovyan/work -v tf29-env-hostkeys:/etc/ssh/host-keys -v tf29-env-nv:/home/jovyan/.nv \
+	  -v tf29-env-local:/home/jovyan/.local \
 	  $(IMAGE)
 	@echo "waiting for tf29-env to turn healthy..."
 	@for i in $$(seq 60); do \

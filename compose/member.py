@@ -6,7 +6,7 @@
   python3 compose/member.py secrets NAME [--ssh-key FILE] [--new-token]
   python3 compose/member.py remove NAME
 
-`add` writes the member's service (from the shared template), three volumes and two secrets into
+`add` writes the member's service (from the shared template), four volumes and two secrets into
 docker-compose.yml, the GPU reservation into compose/gpu.yml (by default the next free GPU:
 compose/gpus.py), and the secret files into
 compose/secrets/NAME/ (mode 600): a fresh Jupyter token and the given public keys. The files are
@@ -35,7 +35,7 @@ NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 KEY_TYPES = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-", "sk-ssh-ed25519@openssh.com", "sk-ecdsa-sha2-")
 FIRST_JUPYTER_PORT = 8801
 FIRST_SSH_PORT = 2201
-VOLUMES = ("work", "cuda-cache", "ssh-host-keys")
+VOLUMES = ("work", "cuda-cache", "ssh-host-keys", "local")
 
 
 class MemberError(Exception):
@@ -65,6 +65,7 @@ def service_block(m: Member) -> list[str]:
         f"      - {m.name}-work:/home/jovyan/work",
         f"      - {m.name}-cuda-cache:/home/jovyan/.nv",
         f"      - {m.name}-ssh-host-keys:/etc/ssh/host-keys",
+        f"      - {m.name}-local:/home/jovyan/.local",
         "      - *start-hooks",
         "    secrets:",
         f"      - {{source: {m.name}-jupyter-token, target: jupyter_token}}",

@@ -25,7 +25,7 @@ from hub.settings import Settings
 # entrypoint as root (SSH_AUTHORIZED_KEYS_FILE).
 KEYS_IN_CONTAINER = "/run/secrets/authorized_keys"
 SSH_CONTAINER_PORT = 22
-# compose's start hook that gives fresh named volumes (~/work, ~/.nv) to the dev user.
+# compose's start hook that gives fresh named volumes (~/work, ~/.nv, ~/.local) to the dev user.
 START_HOOKS = REPO / "compose" / "start.d"
 STACK_BYTES = 67108864  # as docker-compose.yml's ulimits
 # Containers that hold their GPUs: all but the exited, dead and never started ones.
@@ -138,6 +138,7 @@ class TeamSpawner(DockerSpawner):  # type: ignore[misc]
             f"{self.team.name_prefix}-{{username}}-work": "/home/jovyan/work",
             f"{self.team.name_prefix}-{{username}}-nv": "/home/jovyan/.nv",
             f"{self.team.name_prefix}-{{username}}-hostkeys": "/etc/ssh/host-keys",
+            f"{self.team.name_prefix}-{{username}}-local": "/home/jovyan/.local",
             str(START_HOOKS): {"bind": "/etc/tf29-env/start.d", "mode": "ro"},
         }
         create: dict[str, Any] = {"labels": {"io.tf29-env.hub.profile": profile.name}}

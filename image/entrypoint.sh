@@ -20,6 +20,7 @@ source 20-user.sh
 source 22-sudo.sh
 source 24-chown.sh
 source 25-mounts.sh
+source 26-userstate.sh
 source 30-hooks.sh
 source 35-listen.sh
 source 40-ssh.sh
@@ -41,6 +42,7 @@ main() {
   grant_sudo                        # 22: GRANT_SUDO, only when asked
   chown_requested                   # 24: CHOWN_HOME, CHOWN_EXTRA, only when asked
   check_mounts                      # 25: what is mounted under the home folder is writable
+  prepare_user_state                # 26: ~/.local: the user's packages, environments and settings
   run_start_hooks                   # 30: ours, then docker-stacks' start-notebook.d, before-notebook.d
   apply_server_options              # 52: JUPYTER_ENV_VARS_TO_UNSET; GEN_CERT's certificate (55)
   apply_umask                       # 20: NB_UMASK, for what starts from here on

@@ -151,7 +151,7 @@ def test_member_cannot_see_the_other_members_files(team: Team, members: tuple[Me
     assert code == 0
     assert "only-ann.txt" not in listing
     ben_volumes = {m["Name"] for m in team.container(ben.name).attrs["Mounts"] if m["Type"] == "volume"}
-    assert ben_volumes == {f"{team.name}_ben-{v}" for v in ("work", "cuda-cache", "ssh-host-keys")}
+    assert ben_volumes == {f"{team.name}_ben-{v}" for v in ("work", "cuda-cache", "ssh-host-keys", "local")}
 
 
 def test_notebook_survives_down_and_up_owned_by_the_member(team: Team, members: tuple[Member, Member]) -> None:

@@ -103,7 +103,9 @@ def test_memory_limits_leave_room_for_shm(singleuser: dict[str, Any], slug: str)
     assert in_bytes(settings["mem_guarantee"], SPAWNER_UNITS) <= limit, settings
 
 
-def test_storage_keeps_work_cuda_cache_and_host_keys(singleuser: dict[str, Any]) -> None:
+def test_storage_keeps_work_cuda_cache_host_keys_and_local(singleuser: dict[str, Any]) -> None:
+    """The user's volume in parts: notebooks, the CUDA JIT cache, the SSH host keys and ~/.local, the
+    user's packages and settings (docs/packages.md)."""
     storage = singleuser["storage"]
     home = image_facts.home()
     assert storage["type"] == "dynamic"
@@ -112,8 +114,8 @@ def test_storage_keeps_work_cuda_cache_and_host_keys(singleuser: dict[str, Any])
     sub_paths = {storage["homeMountPath"]: storage["dynamic"]["subPath"]}
     sub_paths |= {mount["mountPath"]: mount.get("subPath") for mount in storage["extraVolumeMounts"]
                   if mount["name"] == user_volume}
-    assert set(sub_paths) == {f"{home}/work", f"{home}/.nv", "/etc/ssh/host-keys"}, sub_paths
-    assert None not in sub_paths.values() and len(set(sub_paths.values())) == 3, sub_paths
+    assert set(sub_paths) == {f"{home}/work", f"{home}/.nv", "/etc/ssh/host-keys", f"{home}/.local"}, sub_paths
+    assert None not in sub_paths.values() and len(set(sub_paths.values())) == 4, sub_paths
 
 
 def test_image_is_a_pinned_build_py_tag(singleuser: dict[str, Any]) -> None:

@@ -20,7 +20,7 @@ from tests.gpu.conftest import assert_no_gpu_holders
 from tf29env.paths import REPO
 
 NAME = "tf29-env"  # the Makefile's container
-VOLUMES = ("tf29-env-work", "tf29-env-hostkeys", "tf29-env-nv")
+VOLUMES = ("tf29-env-work", "tf29-env-hostkeys", "tf29-env-nv", "tf29-env-local")
 
 
 @pytest.fixture(scope="module")

@@ -94,7 +94,7 @@ def test_spawned_container_settings(team: Team) -> None:
     assert limits["memlock"]["Hard"] != 0
     mounts = {mount["Destination"]: mount for mount in container.attrs["Mounts"]}
     for target, suffix in (("/home/jovyan/work", "work"), ("/home/jovyan/.nv", "nv"),
-                           ("/etc/ssh/host-keys", "hostkeys")):
+                           ("/etc/ssh/host-keys", "hostkeys"), ("/home/jovyan/.local", "local")):
         assert mounts[target]["Type"] == "volume"
         assert mounts[target]["Name"] == f"{team.hub.prefix}-ann-{suffix}"
     assert mounts["/run/secrets/authorized_keys"]["RW"] is False

@@ -1,10 +1,13 @@
 """Layer 6, the container environment: was the NVIDIA runtime applied, /dev/shm size, the
-memlock and stack ulimits, TF_FORCE_GPU_ALLOW_GROWTH and the CUDA JIT cache. Standard library only."""
+memlock and stack ulimits, TF_FORCE_GPU_ALLOW_GROWTH, the CUDA JIT cache, and the user's own
+packages against the image's pins. Standard library only (the last imports the venv's
+`packaging`, through startup/userstate.py, only when there are user packages)."""
 
 from __future__ import annotations
 
 import os
 import resource
+import sys
 from typing import List
 
 from selfcheck import decide
@@ -25,7 +28,7 @@ def run() -> List[Check]:
     gpu = bool(device_nodes())
     return [runtime_applied(), shm(), decide.memlock_verdict(resource.getrlimit(resource.RLIMIT_MEMLOCK)[0], gpu),
             decide.stack_verdict(resource.getrlimit(resource.RLIMIT_STACK)[0]),
-            decide.allow_growth_verdict(os.environ.get("TF_FORCE_GPU_ALLOW_GROWTH")), cuda_cache()]
+            decide.allow_growth_verdict(os.environ.get("TF_FORCE_GPU_ALLOW_GROWTH")), cuda_cache(), user_packages()]
 
 
 def runtime_applied() -> Check:
@@ -78,3 +81,40 @@ def cuda_cache() -> Check:
         return Check("env.cuda_cache", WARN, f"CUDA_CACHE_MAXSIZE is {size // (1024 * 1024)} MiB: too small to keep "
                      "TensorFlow's JIT-compiled kernels on Ampere/Hopper", fix, data)
     return Check("env.cuda_cache", PASS, f"CUDA JIT cache {path}, up to {size // (1024 * 1024)} MiB", None, data)
+
+
+# Where the image's own modules are (bin/selfcheck puts it on PYTHONPATH): never a shadow of a pin.
+IMAGE_FILES = "/opt/tf29-env"
+
+
+def user_packages() -> Check:
+    """The packages the user installed with pip (~/.local, docs/packages.md): one that shadows a
+    pinned package, breaks one (needs another version), sits in the user site beside the image's
+    copy, or was compiled under an older image or for another Python; or that they are not kept."""
+    try:
+        from startup import userstate
+    except ImportError:
+        return Check("env.user_packages", SKIP, "not in the tf29-env image: no user site to check")
+    environ = dict(os.environ)
+    home = os.path.expanduser("~")
+    if sys.flags.no_user_site or environ.get("PYTHONNOUSERSITE"):
+        return Check("env.user_packages", PASS, "the user site is off (PYTHONNOUSERSITE): only the image's "
+                     "packages are imported", None, {"user_site": None})
+    packages, found = userstate.findings(home, environ, sys.path, skip=[IMAGE_FILES])
+    site = userstate.shown(packages.site, home)
+    kept = userstate.persisted(os.path.realpath(packages.site), userstate.own_mounts())
+    data = {"user_site": packages.site, "kept": kept, "packages": [f"{d.name}=={d.version}" for d in packages.dists],
+            "findings": [{"kind": f.kind, "what": f.what, "fix": f.fix} for f in found]}
+    if found:
+        more = f" (and {len(found) - 1} more: user-packages check)" if len(found) > 1 else ""
+        return Check("env.user_packages", WARN, found[0].what + more, found[0].fix, data)
+    count = len(packages.dists)
+    if count and not kept:
+        return Check("env.user_packages", WARN, f"{count} user package(s) in {site} are lost when the container is "
+                     "re-created: ~/.local is not on a volume", "mount a volume on ~/.local (docs/packages.md)", data)
+    where = "kept on a volume" if kept else "kept until the container is re-created (~/.local is not a volume)"
+    if not count:
+        return Check("env.user_packages", PASS, f"no user packages yet: pip installs them in {site}, after the "
+                     f"image's, {where}", None, data)
+    return Check("env.user_packages", PASS, f"{count} user package(s) in {site}, after the image's and {where}; "
+                 "none shadows or breaks a pinned package", None, data)

@@ -1,0 +1,152 @@
+"""`make stop; make run` keeps what the user set up (issue 29, docs/packages.md): a package installed
+with %pip in a notebook, Lab's theme changed through Lab's settings API and git's identity live on
+make run's ~/.local volume (tf29-env-local), so a new container, even of a newer image, still has
+them, while the newer image's quickstart notebooks arrive. Here because make run's container and
+volumes have fixed names (tf29-env, tf29-env-*): they need an engine of their own, and the stand-in
+GPU engine is the suite's (testkit/gpuengine.py); GPUS=none, as no GPU path is looked at. The image
+is the one under test (`make -o build`), and its newer version is built FROM it on that engine."""
+
+import base64
+import contextlib
+import io
+import json
+import re
+import subprocess
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import docker.errors
+import pytest
+import requests
+
+from testkit.gpuengine import GpuEngine
+from testkit.kernel import LabKernel
+from testkit.net import free_host_port
+from testkit.ssh import KeyPair
+from testkit.terminal import LabTerminal, type_command
+from testkit.wait import wait_until
+from testkit.wheels import build_wheel, module_files
+from tests.gpu.conftest import assert_no_gpu_holders
+from tf29env.paths import REPO
+
+NAME = "tf29-env"  # the Makefile's container
+VOLUMES = ("tf29-env-work", "tf29-env-hostkeys", "tf29-env-nv", "tf29-env-local")
+NEWER = "tf29-env-test-newer:state"
+THEMES = "lab/api/settings/@jupyterlab/apputils-extension:themes"
+DARK = "JupyterLab Dark"
+NEW_NOTEBOOK = "9-what-is-new.ipynb"
+TOKEN_LINE = re.compile(r"JupyterLab token \(generated; [^)]*\): http://\S+\?token=([0-9a-f]{48})")
+
+
+def clean(engine: GpuEngine) -> None:
+    client = engine.client()
+    for container in client.containers.list(all=True, filters={"name": f"^{NAME}$"}):
+        container.remove(force=True)
+    for volume in VOLUMES:
+        with contextlib.suppress(docker.errors.NotFound):
+            client.volumes.get(volume).remove(force=True)
+
+
+@pytest.fixture(scope="module")
+def engine(gpu_engine: GpuEngine, image: str) -> Iterator[GpuEngine]:
+    clean(gpu_engine)  # what test_make_run leaves: this test starts from no volumes at all
+    context = io.BytesIO()
+    dockerfile = (f"FROM {image}\nRUN cp /home/jovyan/quickstart/1-environment.ipynb "
+                  f"/home/jovyan/quickstart/{NEW_NOTEBOOK}\n").encode()
+    with tarfile.open(fileobj=context, mode="w") as archive:
+        info = tarfile.TarInfo("Dockerfile")
+        info.size = len(dockerfile)
+        archive.addfile(info, io.BytesIO(dockerfile))
+    context.seek(0)
+    gpu_engine.client().images.build(fileobj=context, custom_context=True, tag=NEWER, rm=True, forcerm=True)
+    try:
+        yield gpu_engine
+    finally:
+        clean(gpu_engine)
+        gpu_engine.client().images.remove(NEWER, force=True)
+        assert_no_gpu_holders(gpu_engine)
+
+
+class Lab:
+    """make run's JupyterLab: its port and the token it generated (from the container's log)."""
+
+    def __init__(self, engine: GpuEngine, port: int) -> None:
+        container = engine.client().containers.get(NAME)
+
+        def token() -> str | None:
+            found = TOKEN_LINE.findall(container.logs().decode(errors="replace"))
+            return found[-1] if found else None
+
+        def healthy() -> bool:
+            container.reload()
+            return bool(container.attrs["State"]["Health"]["Status"] == "healthy")
+
+        self.token = wait_until(token, timeout=120, what="make run's token in the log")
+        wait_until(healthy, timeout=120, what="make run's container healthy")
+        self.url = f"http://127.0.0.1:{port}/"
+        self.headers = {"Authorization": f"token {self.token}"}
+
+    def terminal(self, command: str) -> str:
+        terminal = LabTerminal(self.url, self.token, {"cwd": ""})
+        try:
+            code, output = type_command(terminal, command)
+        finally:
+            terminal.close()
+        assert code == 0, output
+        return output
+
+    def cell(self, code: str) -> str:
+        kernel = LabKernel(self.url, self.token)
+        try:
+            status, shown = kernel.execute(code)
+        finally:
+            kernel.close()
+        assert status == "ok", shown
+        return shown
+
+    def theme(self) -> str:
+        response = requests.get(f"{self.url}{THEMES}", headers=self.headers, timeout=30)
+        response.raise_for_status()
+        return str(response.json()["settings"].get("theme", ""))
+
+
+def make(engine: GpuEngine, target: str, *variables: str) -> None:
+    env = {key: value for key, value in engine.environ().items() if key != "GPUS"}
+    done = subprocess.run(["make", "--no-print-directory", "-o", "build", target, *variables], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+def make_run(engine: GpuEngine, image: str, keypair: KeyPair) -> Lab:
+    port = free_host_port()
+    make(engine, "run", f"IMAGE={image}", "HOST_ADDRESS=127.0.0.1", f"JUPYTER_HOST_PORT={port}",
+         f"SSH_HOST_PORT={free_host_port()}", f"SSH_PUBLIC_KEY={keypair.private}.pub", "GPUS=none")
+    return Lab(engine, port)
+
+
+def test_what_the_user_set_up_survives_make_stop_make_run_and_a_newer_image(
+        engine: GpuEngine, image: str, keypair: KeyPair, tmp_path: Path) -> None:
+    lab = make_run(engine, image, keypair)
+    mounts = {mount["Destination"]: mount for mount in engine.client().containers.get(NAME).attrs["Mounts"]}
+    assert mounts["/home/jovyan/.local"]["Name"] == "tf29-env-local", mounts
+    wheel = build_wheel(tmp_path, "tf29probe", "1.0", module_files("tf29probe", "1.0"), requires=("numpy>=1.20",))
+    upload = requests.put(f"{lab.url}api/contents/work/{wheel.name}", headers=lab.headers, timeout=30, json={
+        "type": "file", "format": "base64", "content": base64.b64encode(wheel.read_bytes()).decode()})
+    upload.raise_for_status()
+    shown = lab.cell(f"%pip install --no-index ~/work/{wheel.name}\nimport tf29probe\nprint(tf29probe.__file__)")
+    assert "Successfully installed tf29probe-1.0" in shown, shown
+    put = requests.put(f"{lab.url}{THEMES}", headers=lab.headers, timeout=30,
+                       data=json.dumps({"raw": json.dumps({"theme": DARK})}))
+    assert put.status_code == 204, put.text
+    assert lab.terminal("git config --global user.email ada@example.org && git config --global user.email"
+                        ).splitlines()[-1] == "ada@example.org"
+
+    make(engine, "stop")
+    lab = make_run(engine, NEWER, keypair)
+    assert lab.theme() == DARK
+    assert lab.terminal("git config user.email").splitlines()[-1] == "ada@example.org"
+    shown = lab.cell("import tf29probe; print(tf29probe.__version__, tf29probe.__file__)")
+    assert shown.split()[0] == "1.0" and shown.split()[1].startswith("/home/jovyan/.local/lib/python3."), shown
+    listing = requests.get(f"{lab.url}api/contents/quickstart", headers=lab.headers, timeout=30).json()
+    assert NEW_NOTEBOOK in {entry["name"] for entry in listing["content"]}, listing
