@@ -233,7 +233,10 @@ ENV NB_USER=${NB_USER} \
     TF_FORCE_GPU_ALLOW_GROWTH=true \
     CUDA_CACHE_MAXSIZE=4294967296 \
     JUPYTER_PORT=8888 \
-    TFENV_RUN_DIR=/run/tf29-env
+    TFENV_RUN_DIR=/run/tf29-env \
+    TINI_SUBREAPER=1
+# TINI_SUBREAPER: where tini is not PID 1 (Apptainer runs the image in the host's PID namespace),
+# it still reaps the orphans of kernels and terminals, and says nothing about it.
 # TFENV_RUN_DIR is the one home of the run directory's path: the entrypoint, the healthcheck and the
 # self-check take it from the environment. Jupyter's runtime files go under it, also for `docker
 # exec ... jupyter server list`; a second ENV because one cannot use a variable it sets itself.

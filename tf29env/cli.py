@@ -1,4 +1,4 @@
-"""build.py's command line: base, build, test, push, size, audit. Every failure is one line on stderr
+"""build.py's command line: base, build, test, push, size, audit, export. Every failure is one line on stderr
 (a failed build step adds its last lines) and an exit code from docs/build.md; tracebacks are bugs."""
 
 import argparse
@@ -36,6 +36,16 @@ def add_variant(parser: argparse.ArgumentParser, what: str, default: str | None 
 def add_image(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("image", nargs="?", help=f"image to {what} (default: the last build's, see --variant)")
     add_variant(parser, "use the last build of this variant", default=None)
+
+
+def add_export(sub: "argparse._SubParsersAction[Parser]") -> None:
+    exp = sub.add_parser("export", help="write the image as a docker save archive (with its tags and labels) and, "
+                                        "where Apptainer is installed, as a SIF, for clusters without Docker")
+    add_image(exp, "export")
+    exp.add_argument("--sif", choices=("auto", "yes", "no"), default="auto",
+                     help="also make the SIF: auto (where apptainer or singularity is installed), yes, no "
+                          "(default: auto)")
+    add_common(exp)
 
 
 def make_parser() -> Parser:
@@ -106,6 +116,7 @@ def make_parser() -> Parser:
     size.add_argument("--record", action="store_true", help="write the image's size into the baseline file")
     add_common(size)
 
+    add_export(sub)
     aud = sub.add_parser("audit", help="check the Python packages of an image's SBOM for known vulnerabilities "
                                        "(pip-audit) beyond the allowlist")
     aud.add_argument("--sbom", type=Path, metavar="FILE",

@@ -10,7 +10,20 @@ from typing import Any
 
 from docker import DockerClient
 
-from tf29env import engine, labels, licenses, manifest, push, records, sbom, sizegate, standin, tags, vulns
+from tf29env import (
+    engine,
+    export,
+    labels,
+    licenses,
+    manifest,
+    push,
+    records,
+    sbom,
+    sizegate,
+    standin,
+    tags,
+    vulns,
+)
 from tf29env.build_image import BuildRequest, BuildResult, build
 from tf29env.config import NetworkInputs
 from tf29env.errors import EXIT_BUILD, EXIT_INPUT, EXIT_TEST, EXIT_VULNERABLE, UserError
@@ -193,6 +206,22 @@ def cmd_size(args: argparse.Namespace) -> int:
         inventory = run_in_image(client, image, "inventory")
         raise sizegate.failure(verdict, sizegate.largest_layers(client, image), sizegate.largest_packages(inventory))
     log(verdict.line())
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    image, record = chosen_image(args)
+    variant = str(record["variant"]) if record else labels.of_image(engine.inspect(engine.connect(), image)).get(
+        labels.VARIANT) or "image"
+    folder = records.variant_dir(args.output_dir, variant) / "export"
+    done = export.export(engine.connect(), image, folder, args.sif, logger(args))
+    records.write_json(folder / "export.json", done.record)
+    if args.json:
+        print(json.dumps(done.record, sort_keys=True), flush=True)
+    else:
+        print(f"{done.archive} ({manifest.human_size(done.size)}, sha256 {done.sha256})", flush=True)
+        if done.sif:
+            print(done.sif, flush=True)
     return 0
 
 

@@ -13,8 +13,7 @@
 #     servers on the node share its ports (startup/apptainer.py);
 #   - PYTHONNOUSERSITE=1, and a PYTHONPATH from the host (module systems and shell profiles set
 #     one) is not passed on: packages installed on the host (~/.local is the host's home) cannot
-#     shadow the image's pinned ones. The image's venv never reads ~/.local itself (pyvenv.cfg); the
-#     variable keeps the distro's python3 out of it too. ENABLE_USER_SITE=1 keeps both as they are.
+#     shadow the image's pinned ones. ENABLE_USER_SITE=1 keeps both as they are.
 # Slurm's end of a job (SIGTERM) stops JupyterLab as `docker stop` does (90-supervise), exit 0.
 
 readonly APPTAINER_PY=/opt/tf29-env/startup/apptainer.py
@@ -22,7 +21,7 @@ readonly APPTAINER_PY=/opt/tf29-env/startup/apptainer.py
 readonly QUICKSTART_SOURCE=/home/${TFENV_IMAGE_USER:-jovyan}/quickstart
 readonly QUICKSTART_COPY_NAME=tf29-env-quickstart
 
-cfg_port_retries=0 cfg_user_site=0 cfg_dropped_pythonpath=0
+cfg_port_retries=0 cfg_user_site=0 cfg_dropped_pythonpath=0 cfg_report_port=0
 
 # load_apptainer_config: after load_config (10): every check of this mode, before anything is
 # written or said, so that bad input is one line (exit 2).
@@ -44,11 +43,21 @@ load_apptainer_config() {
     die "HOME=${HOME} is not writable$(why_not_writable "${HOME}"): JupyterLab keeps your notebooks, its settings and the kernels' files there; give Apptainer a writable home (--home DIR)"
   [[ -z ${LOGIN_HOST:-} || (${#LOGIN_HOST} -le 253 && ${LOGIN_HOST} =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$) ]] ||
     die "LOGIN_HOST is not a host name (letters, digits, dots and dashes, e.g. login.cluster.example.org)"
-  [[ ${cfg_mode} == services ]] && ((cfg_jupyter)) || return 0
+  [[ ${cfg_mode} == services ]] && ((cfg_jupyter)) || ((cfg_report_port)) || return 0
   local plan status=0
   plan=$(/usr/bin/python3 -I "${APPTAINER_PY}" port 2>&1) || status=$?
   ((status == 0)) || die "${plan//$'\n'/ }"
   read -r cfg_jupyter_port cfg_port_retries <<<"${plan}"
+  ((cfg_report_port)) || return 0
+  # The hub mode under batchspawner (docs/hpc.md): the hub gave port 0 and waits to be told the
+  # port; jupyterhub-singleuser binds the one in JUPYTERHUB_SERVICE_URL, so that one is it (no retries).
+  cfg_port_retries=0
+  local url=${JUPYTERHUB_SERVICE_URL} answer
+  [[ ${url} =~ ^(https?://[^/]*):0+(/.*)?$ ]] && url=${BASH_REMATCH[1]}:${cfg_jupyter_port}${BASH_REMATCH[2]}
+  export JUPYTERHUB_SERVICE_URL=${url}
+  # The token in the helper's environment only (never its argv, which ps shows).
+  answer=$(JUPYTERHUB_API_TOKEN=${hub_secrets[JUPYTERHUB_API_TOKEN]:-${hub_secrets[JPY_API_TOKEN]:-}} \
+    /usr/bin/python3 -I "${APPTAINER_PY}" report-port "${cfg_jupyter_port}" 2>&1) || die "${answer//$'\n'/ }"
 }
 
 # fit_user_apptainer: 20-user's fit_user in this mode. The user is the caller, with the passwd

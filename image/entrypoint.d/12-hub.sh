@@ -33,8 +33,12 @@ load_hub_config() {
     cfg_jupyter_port=80
     [[ ${BASH_REMATCH[1]} == http ]] || cfg_jupyter_port=443
   fi
-  ((10#${cfg_jupyter_port} >= 1 && 10#${cfg_jupyter_port} <= 65535)) ||
-    die "JUPYTERHUB_SERVICE_URL='${url}': port ${cfg_jupyter_port} is not a TCP port (1-65535)"
+  if ((apptainer_mode && 10#${cfg_jupyter_port} == 0)); then
+    cfg_report_port=1 # 07-apptainer: batchspawner's hub waits to be told the port this start takes
+  else
+    ((10#${cfg_jupyter_port} >= 1 && 10#${cfg_jupyter_port} <= 65535)) ||
+      die "JUPYTERHUB_SERVICE_URL='${url}': port ${cfg_jupyter_port} is not a TCP port (1-65535)"
+  fi
   cfg_base_url=${JUPYTERHUB_SERVICE_PREFIX:-/}
   [[ ${cfg_base_url} =~ ^/[[:graph:]]*$ ]] ||
     die "JUPYTERHUB_SERVICE_PREFIX='${cfg_base_url}' is not a URL path like /user/NAME/"

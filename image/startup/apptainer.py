@@ -11,6 +11,7 @@ first; so the tunnel line is written from what Jupyter wrote into its runtime fi
 Standard library only, Python 3.8 (the image's /usr/bin/python3, run with -I). Subcommands:
   port                 prints "PORT RETRIES" (the port to start from, and Jupyter's port_retries),
                        or one line on stderr and exit 2;
+  report-port PORT     tells batchspawner's hub the port (the hub mode, where the hub gives port 0);
   announce DIR PID     waits for Jupyter's runtime file DIR/jpserver-PID.json and prints the tunnel
                        line and the URL to open (the token from the file, never from argv).
 """
@@ -19,8 +20,10 @@ import errno
 import json
 import os
 import socket
+import ssl
 import sys
 import time
+import urllib.request
 from typing import Callable, Dict, List, Optional, Tuple  # python 3.8: no list[...] in annotations
 
 # The image's own JUPYTER_PORT (its ENV): Apptainer gives the image's environment precedence over
@@ -138,6 +141,29 @@ def announce(argv: List[str]) -> int:
     return 0
 
 
+def report_port(port: int) -> None:
+    """Tell batchspawner's hub (JUPYTERHUB_API_URL) the port, as its batchspawner-singleuser does:
+    POST {"port": N} to the API's /batchspawner with the server's own token (from the environment)."""
+    api_url = os.environ.get("JUPYTERHUB_API_URL", "").rstrip("/")
+    token = os.environ.get("JUPYTERHUB_API_TOKEN", "")
+    if not api_url.startswith(("http://", "https://")) or not token:
+        raise Refused("the hub mode with port 0 (batchspawner) needs JUPYTERHUB_API_URL and JUPYTERHUB_API_TOKEN, "
+                      "which the hub's spawner sets")
+    context = ssl.create_default_context(cafile=os.environ.get("JUPYTERHUB_SSL_CLIENT_CA") or None)
+    if os.environ.get("JUPYTERHUB_SSL_CERTFILE") and os.environ.get("JUPYTERHUB_SSL_KEYFILE"):
+        context.load_cert_chain(os.environ["JUPYTERHUB_SSL_CERTFILE"], os.environ["JUPYTERHUB_SSL_KEYFILE"])
+    request = urllib.request.Request(f"{api_url}/batchspawner", data=json.dumps({"port": port}).encode(),
+                                     method="POST", headers={"Authorization": f"token {token}",
+                                                             "Content-Type": "application/json"})
+    # The hub is the cluster's own: no proxy of the environment's (http_proxy) in between.
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=context))
+    try:
+        with opener.open(request, timeout=30) as response:
+            response.read()
+    except (OSError, ValueError) as exc:
+        raise Refused(f"the hub at {api_url} was not told the port {port} (batchspawner): {exc}") from exc
+
+
 def main(argv: List[str]) -> int:
     if argv[:1] == ["port"]:
         try:
@@ -146,6 +172,13 @@ def main(argv: List[str]) -> int:
             print(exc, file=sys.stderr)
             return 2
         print(port, retries)
+        return 0
+    if argv[:1] == ["report-port"] and len(argv) == 2:
+        try:
+            report_port(int(argv[1]))
+        except Refused as exc:
+            print(exc, file=sys.stderr)
+            return 2
         return 0
     if argv[:1] == ["announce"] and len(argv) == 7:
         return announce(argv[1:])

@@ -3,14 +3,17 @@ other users' servers share, and the tunnel line from Jupyter's runtime file; and
 way to the run directory of a run's own. On real sockets, files and processes; the image tests
 (tests/image/test_apptainer_mode.py) and tests/hpc run the same code in the container."""
 
+import http.server
 import importlib.util
 import json
 import os
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from startup import apptainer
@@ -114,3 +117,41 @@ def test_the_healthcheck_finds_the_runs_own_run_directory(tmp_path: Path, monkey
     assert module.per_run_dir(42) == Path("/scratch/job9/tf29-env-2001-42")
     (proc / "42" / "environ").write_bytes(b"TMPDIR=relative\0")
     assert module.per_run_dir(42) == Path("/tmp/tf29-env-2001-42")  # noqa: S108 - the paired default
+
+
+class _Hub(http.server.BaseHTTPRequestHandler):
+    """batchspawner's API handler, as the hub serves it: POST /hub/api/batchspawner with a token."""
+
+    received: ClassVar[list[tuple[str, str, dict[str, object]]]] = []
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        _Hub.received.append((self.path, self.headers["Authorization"], body))
+        self.send_response(201 if self.headers["Authorization"] == "token server-token" else 403)
+        self.end_headers()
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+@pytest.fixture
+def hub_api() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    _Hub.received.clear()
+    yield f"http://127.0.0.1:{server.server_address[1]}/hub/api"
+    server.shutdown()
+
+
+def test_the_port_is_reported_to_batchspawners_hub_with_the_servers_token(hub_api: str) -> None:
+    run = [sys.executable, "-I", str(SCRIPT), "report-port", "8890"]
+    ok = subprocess.run(run, capture_output=True, text=True, check=False,
+                        env={"JUPYTERHUB_API_URL": hub_api, "JUPYTERHUB_API_TOKEN": "server-token"})
+    assert (ok.returncode, ok.stdout, ok.stderr) == (0, "", "")
+    assert _Hub.received == [("/hub/api/batchspawner", "token server-token", {"port": 8890})]
+    refused = subprocess.run(run, capture_output=True, text=True, check=False,
+                             env={"JUPYTERHUB_API_URL": hub_api, "JUPYTERHUB_API_TOKEN": "wrong"})
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused
+    assert refused.stderr.startswith(f"the hub at {hub_api} was not told the port 8890 (batchspawner): "), refused
+    missing = subprocess.run(run, capture_output=True, text=True, check=False, env={})
+    assert missing.returncode == 2 and "needs JUPYTERHUB_API_URL and JUPYTERHUB_API_TOKEN" in missing.stderr

@@ -11,14 +11,16 @@ BIN = Path(sys.executable).parent
 
 # Every shell file outside the entrypoint (which shellcheck follows into entrypoint.d/ on its own).
 SCRIPTS = sorted(str(path.relative_to(REPO)) for pattern in (
-    "image/bin/*", "image/shell/*.sh", "scripts/*.sh", ".ci/run", "compose/start.d/*.sh")
+    "image/bin/*", "image/shell/*.sh", "scripts/*.sh", ".ci/run", "compose/start.d/*.sh", "deploy/slurm/*.sbatch",
+    "tests/hpc/node/*.sh")
     for path in REPO.glob(pattern))
 
 # The one list of linters: `make lint` runs this file.
 CHECKS = {
     "shellcheck-entrypoint": ["shellcheck", "-x", "-a", "image/entrypoint.sh"],
     "shellcheck-scripts": ["shellcheck", *SCRIPTS],
-    "hadolint": [str(BIN / "hadolint"), "Dockerfile", "standin/Dockerfile"],
+    "hadolint": [str(BIN / "hadolint"), "Dockerfile", "standin/Dockerfile", "tests/hpc/node/Dockerfile",
+                 "tests/hpc/hub/Dockerfile"],
     "ruff": [str(BIN / "ruff"), "check", "."],
     "mypy": [str(BIN / "mypy")],
 }
