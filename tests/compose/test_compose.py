@@ -187,8 +187,8 @@ def test_down_stops_everything_within_its_timeout(team: Team, members: tuple[Mem
     assert took < STOP_TIMEOUT, f"down took {took:.1f}s: a container waited for SIGKILL"
     assert team.containers() == []
     assert team.client.networks.list(names=[f"{team.name}_default"]) == []
-    # down keeps the members' data: six volumes, three each.
-    assert len(team.volumes()) == 6
+    # down keeps the members' data: eight volumes, four each.
+    assert len(team.volumes()) == 8
 
 
 def test_up_refuses_more_memlock_than_the_engine_grants(docker_client: DockerClient, image: str, tmp_path: Path,
