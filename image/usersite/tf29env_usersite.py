@@ -17,7 +17,8 @@ Python, for every user, root included; so it does little, and only this:
 2. In a pip process (pip, pip3, pip3.X, `python -m pip`, IPython's %pip) that installs or
    uninstalls, pip is told three things through its own objects, once they are imported:
    - install into the user site unless told otherwise (--no-user, --target, --prefix, --root); root
-     with HOME=/root (a Dockerfile's RUN, `docker exec -u root`) still installs into the venv;
+     with HOME=/root (a Dockerfile's RUN, `docker exec -u root`) still installs into the venv, and
+     may change a pinned package there on purpose, as before: none of the rest applies to it;
    - never change a package of the venv: every one is a constraint at its installed version, and a
      resolution that would need another version ends in ONE line naming the pin and the way to
      have it anyway (an environment of one's own) instead of pip's conflict report; a user install
@@ -201,8 +202,8 @@ def _guard_pip() -> None:
 
     def run(self: Any, options: Any, args: Any) -> Any:
         elsewhere = options.target_dir or options.prefix_path or options.root_path
-        if not elsewhere:
-            if user and options.use_user_site is None:
+        if user and not elsewhere:
+            if options.use_user_site is None:
                 options.use_user_site = True
             options.constraints = list(options.constraints or []) + [_constraints_file(pins)]
         return original_run(self, options, args)

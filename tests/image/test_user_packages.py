@@ -106,12 +106,13 @@ def derived(client: DockerClient, base: str, tag: str, wheels: Path, steps: list
 @pytest.fixture(scope="module")
 def images(docker_client: DockerClient, image: str, wheels: Path) -> Iterator[Images]:
     """The image under test with stackdep 1.0 (root's pip install in a Dockerfile goes into the venv,
-    as before), and a newer one: stackdep 2.0, a new quickstart notebook, new .bashrc and .profile."""
+    as before), and a newer one built FROM it: stackdep 2.0 (root may change a pinned package of the
+    venv on purpose), a new quickstart notebook, new .bashrc and .profile."""
     name = f"tf29-env-test-userpkgs-{secrets.token_hex(4)}"
     install = "RUN pip install --no-index --find-links /tmp/wheels stackdep=={}"
     try:
         old = derived(docker_client, image, f"{name}:old", wheels, [install.format("1.0")])
-        new = derived(docker_client, image, f"{name}:new", wheels, [
+        new = derived(docker_client, old, f"{name}:new", wheels, [
             install.format("2.0"),
             f"RUN cp {HOME}/quickstart/1-environment.ipynb {HOME}/quickstart/{NEW_NOTEBOOK}"
             f" && echo '{BASHRC_MARK}' >> {HOME}/.bashrc && echo '{PROFILE_MARK}' >> {HOME}/.profile"])
@@ -307,6 +308,11 @@ def test_the_selfcheck_names_a_package_that_breaks_a_pin(installed: Box) -> None
                                       "grep env.user_packages")
     assert code == 0 and "No broken requirements found." in output, output
     assert "PASS env.user_packages: 3 user package(s) in ~/.local/lib/python3." in output, output
+    # a copy of numpy put first on purpose (PYTHONPATH): the image's is no longer the one imported
+    code, output = installed.terminal("mkdir -p ~/work/mine/numpy && touch ~/work/mine/numpy/__init__.py && "
+                                      "PYTHONPATH=~/work/mine selfcheck --layers 6 | grep env.user_packages")
+    assert (f"WARN env.user_packages: {HOME}/work/mine/numpy comes before the image's numpy 1.23.5 on sys.path, so "
+            f"the pinned package is not the one imported -> fix: take {HOME}/work/mine off PYTHONPATH") in output, output
 
 
 def test_an_environment_of_ones_own_is_a_kernel_with_its_own_numpy(installed: Box) -> None:
