@@ -12,6 +12,8 @@ Unprivileged Apptainer needs user namespaces and FUSE inside the machine's conta
 seccomp and AppArmor unconfined and /dev/fuse (root in it has Docker's default capabilities only;
 --privileged is not needed, and this engine refuses it)."""
 
+import contextlib
+import fcntl
 import hashlib
 import shutil
 import subprocess
@@ -19,7 +21,7 @@ import sys
 import tarfile
 import tempfile
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,6 +64,32 @@ SQUASHFS_ARGS = '--disable-cache --mksquashfs-args "-comp zstd -Xcompression-lev
 Log = Callable[[str], None]
 
 
+@contextlib.contextmanager
+def locked(name: str) -> Iterator[None]:
+    """One maker at a time, across processes (test runs side by side share the engine)."""
+    with (cache_dir() / f"hpc-{name}.lock").open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def node_image(client: DockerClient, log: Log) -> str:
+    """The machines' image, built now unless the engine has it (by content hash)."""
+    with locked("node-image"):
+        return _node_image(client, log)
+
+
+def hub_image(client: DockerClient, node: str, log: Log) -> str:
+    """The login machine's image with JupyterHub and batchspawner (by content hash)."""
+    with locked("hub-image"):
+        return _hub_image(client, node, log)
+
+
+def sif_volume(client: DockerClient, node: str, image: str, make_archive: Callable[[], Path], log: Log) -> str:
+    """The volume holding the SIF of IMAGE (by its id), made once (see _sif_volume)."""
+    with locked("sif"):
+        return _sif_volume(client, node, image, make_archive, log)
+
+
 def content_tag() -> str:
     """The node image's tag: a hash of its folder's files and of how the OS is bootstrapped."""
     digest = hashlib.sha256(f"{SUITE} {MIRROR}\n".encode())
@@ -71,7 +99,7 @@ def content_tag() -> str:
     return digest.hexdigest()[:16]
 
 
-def node_image(client: DockerClient, log: Log) -> str:
+def _node_image(client: DockerClient, log: Log) -> str:
     """The machines' image, built now unless the engine has it (by content hash)."""
     tag = content_tag()
     name = f"{NODE_REPOSITORY}:{tag}"
@@ -90,7 +118,7 @@ def node_image(client: DockerClient, log: Log) -> str:
     return name
 
 
-def hub_image(client: DockerClient, node: str, log: Log) -> str:
+def _hub_image(client: DockerClient, node: str, log: Log) -> str:
     """The login machine's image with JupyterHub and batchspawner, by content hash (NODE's tag, the
     hub's Dockerfile, the pinned requirements)."""
     digest = hashlib.sha256(node.encode() + (HUB_DIR / "Dockerfile").read_bytes() + HUB_REQUIREMENTS.read_bytes())
@@ -132,7 +160,7 @@ def bootstrap(client: DockerClient, os_image: str, log: Log) -> None:
             "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", 'CMD ["bash"]'])
 
 
-def sif_volume(client: DockerClient, node: str, image: str, make_archive: Callable[[], Path], log: Log) -> str:
+def _sif_volume(client: DockerClient, node: str, image: str, make_archive: Callable[[], Path], log: Log) -> str:
     """A volume holding SIF_NAME of IMAGE, by IMAGE's id: reused, or made from MAKE_ARCHIVE()'s
     `docker save` archive with `apptainer build SIF docker-archive:ARCHIVE`, as an unprivileged user."""
     image_id = client.images.get(image).id.split(":")[-1][:16]
@@ -192,7 +220,8 @@ def start_machine(client: DockerClient, image: str, *, role: str, users: str, ho
                   volumes: dict[str, dict[str, str]], publish: tuple[int, ...] = (), network: str | None = None,
                   environment: dict[str, str] | None = None) -> Machine:
     """A machine of the cluster (tests/hpc/node/start.sh: ROLE controller, node or box), its ports
-    published on loopback; on NETWORK it is known by HOSTNAME. Its container's name is unique.
+    published on loopback; on NETWORK it is known by HOSTNAME. Its container's name is unique. An init
+    as PID 1 (--init) reaps what ended jobs leave, as a real node's init does (slurmd would not).
 
     Also /proc unmasked (`--security-opt systempaths=unconfined`, which the API spells as empty
     MaskedPaths and ReadonlyPaths): Apptainer's own PID namespace (--containall, --compat, --pid)
@@ -201,7 +230,7 @@ def start_machine(client: DockerClient, image: str, *, role: str, users: str, ho
     host_config = client.api.create_host_config(
         binds={source: {"bind": spec["bind"], "mode": spec["mode"]} for source, spec in volumes.items()},
         port_bindings={f"{port}/tcp": (LOOPBACK, host_port) for port, host_port in ports.items()},
-        network_mode=network, **APPTAINER_RUN_ARGS)
+        network_mode=network, init=True, **APPTAINER_RUN_ARGS)
     host_config["MaskedPaths"] = []
     host_config["ReadonlyPaths"] = []
     created = client.api.create_container(

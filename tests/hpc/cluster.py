@@ -45,9 +45,9 @@ NodeName=node2 CPUs=4 RealMemory=4000 State=UNKNOWN
 PartitionName=cpu Nodes=node1,node2 Default=YES MaxTime=02:00:00 State=UP
 PartitionName=gpu Nodes=node1 MaxTime=02:00:00 State=UP
 """
-# node1's GPU is a count without a device file: Slurm schedules it (a --gres=gpu:1 job runs there,
-# --gres=gpu:2 is refused at submission) while the container has no GPU to give.
-GRES_CONF = "NodeName=node1 Name=gpu Count=1\n"
+# node1's GPU stands on /dev/null (Slurm 24 ignores a GPU without a device file): Slurm schedules it
+# (a --gres=gpu:1 job runs there, --gres=gpu:2 is refused at submission) while the machine has no GPU.
+GRES_CONF = "NodeName=node1 Name=gpu File=/dev/null\n"
 CGROUP_CONF = "CgroupPlugin=disabled\n"
 SLURM_DIR = REPO / "deploy" / "slurm"
 

@@ -1,0 +1,170 @@
+"""JupyterLab as a Slurm job (issue 28): deploy/slurm/jupyter.sbatch on a real Slurm 24.11 cluster of
+containers (tests/hpc/cluster.py: a login machine with slurmctld and sshd, compute nodes with slurmd
+and Apptainer), submitted by the users themselves. The job reaches RUNNING, writes the tunnel line
+into its output (made private), JupyterLab answers on the node with its token (403 without), the
+tunnel line works as printed through the login machine's sshd, a second user's job on the node gets
+another port, scancel and the time limit end it cleanly with the work kept, srun runs the SIF, and
+bad input is one line with no job left running."""
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import requests
+
+from testkit import hpc
+from testkit.containers import LOOPBACK
+from testkit.jupyter import api_status
+from testkit.net import free_host_port
+from testkit.ssh import KeyPair
+from testkit.wait import wait_until
+from tests.hpc.cluster import Cluster
+
+SIF = f"/shared/{hpc.SIF_NAME}"
+SBATCH = "/opt/tf29-env-slurm/jupyter.sbatch"
+TUNNEL = re.compile(r"^tf29-env: JupyterLab listens on (\S+):(\d+)\. On your laptop run: (ssh -N -L .+)$", re.M)
+TOKEN = re.compile(r"^tf29-env: then open http://localhost:8888/lab\?token=([0-9a-f]{48})$", re.M)
+
+
+class Job:
+    """A job submitted with `sbatch OPTIONS jupyter.sbatch SIF` by USER in their home."""
+
+    def __init__(self, cluster: Cluster, user: str, options: str, sif: str = SIF) -> None:
+        self.cluster, self.user = cluster, user
+        code, out = cluster.login.run(f"cd && sbatch --parsable {options} {SBATCH} {sif}", user=user)
+        assert code == 0, out
+        self.id = out.strip().splitlines()[-1].split(";")[0]
+        self.output = f"/home/{user}/tf29-jupyter-{self.id}.out"
+
+    def state(self) -> str:
+        _, out = self.cluster.login.run(f"squeue -h -j {self.id} -o %T 2>/dev/null; "
+                                           f"scontrol show job {self.id} 2>/dev/null | grep -o 'JobState=[A-Z]*'")
+        found = re.search(r"JobState=([A-Z]+)", out)
+        return found.group(1) if found else (out.strip() or "GONE")
+
+    def text(self) -> str:
+        return self.cluster.login.read(self.output)
+
+    def reason(self) -> str:
+        return self.cluster.login.run(f"squeue -h -j {self.id} -o '%T %R'; sinfo -N")[1].strip()
+
+    def tunnel(self) -> tuple[str, int, str, str]:
+        try:
+            wait_until(lambda: self.state() == "RUNNING", timeout=180, interval=1, what=f"job {self.id} RUNNING")
+        except TimeoutError:
+            raise AssertionError(f"job {self.id} not RUNNING: {self.reason()}") from None
+        text = wait_until(lambda: self.text() if TOKEN.search(self.text()) else None, timeout=240,
+                          what=f"the tunnel line in {self.output}")
+        (node, port, command), token = TUNNEL.findall(text)[0], TOKEN.findall(text)[0]
+        return node, int(port), command, token
+
+    def ended(self, timeout: float = 60) -> str:
+        return wait_until(lambda: self.state() if self.state() not in ("PENDING", "RUNNING", "COMPLETING") else None,
+                          timeout=timeout, interval=1, what=f"job {self.id} ended")
+
+
+def processes_of(cluster: Cluster, node: str, user: str) -> str:
+    return cluster.machines[node].run(f"pgrep -u {user} -a . || true")[1].strip()
+
+
+def assert_nothing_left(cluster: Cluster, node: str, user: str) -> None:
+    """None of USER's processes is left on NODE once the job ended (Slurm's KillWait is 10 s)."""
+    left = ""
+
+    def gone() -> bool:
+        nonlocal left
+        left = processes_of(cluster, node, user)
+        return not left
+
+    try:
+        wait_until(gone, timeout=45, interval=1, what=f"{user}'s processes on {node} gone")
+    except TimeoutError:
+        raise AssertionError(f"{user}'s processes left on {node}:\n{left}") from None
+
+
+def test_a_job_serves_jupyterlab_and_scancel_ends_it_with_the_work_kept(cluster: Cluster, keypair: KeyPair,
+                                                                          tmp_path: Path) -> None:
+    job = Job(cluster, "alice", "--partition=cpu --nodelist=node1 --time=00:30:00 --mem=1G --cpus-per-task=1")
+    node, port, command, token = job.tunnel()
+    assert (node, port, command) == ("node1", 8888, "ssh -N -L 8888:node1:8888 alice@login")
+    code, mode = cluster.login.run(f"stat -c '%a %U' {job.output}")
+    assert (code, mode.strip()) == (0, "600 alice")
+    published = cluster.machines["node1"].ports[8888]
+    assert api_status(published) == 403
+    assert api_status(published, token) == 200
+    # The line works as printed, with the login machine's published sshd for LOGIN-HOST and a free
+    # local port for 8888.
+    local = free_host_port()
+    tunnel = subprocess.Popen(
+        ["ssh", "-N", "-L", f"{LOOPBACK}:{local}:node1:{port}", "-p", str(cluster.login.ports[22]), "-i",
+         str(keypair.private), "-o", "StrictHostKeyChecking=no", "-o", f"UserKnownHostsFile={tmp_path}/known",
+         "-o", "BatchMode=yes", "-o", "ExitOnForwardFailure=yes", f"alice@{LOOPBACK}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: api_status(local, token) == 200, timeout=30, what="JupyterLab through the ssh tunnel")
+    finally:
+        tunnel.terminate()
+        tunnel.wait(timeout=10)
+    saved = requests.put(f"http://{LOOPBACK}:{published}/api/contents/work/kept.txt", timeout=10,
+                         headers={"Authorization": f"token {token}"},
+                         json={"type": "file", "format": "text", "content": "kept"})
+    assert saved.status_code == 201, saved.text
+    assert cluster.login.run(f"scancel {job.id}", user="alice")[0] == 0
+    assert job.ended() == "CANCELLED"
+    wait_until(lambda: "stopping (signal received)" in job.text(), timeout=30, what="the server's stop")
+    assert cluster.login.read("/home/alice/work/kept.txt") == "kept"
+    assert_nothing_left(cluster, "node1", "alice")
+
+
+def test_a_second_users_job_on_the_node_gets_another_port(cluster: Cluster) -> None:
+    first = Job(cluster, "alice", "--nodelist=node1 --time=00:30:00 --mem=1G --cpus-per-task=1")
+    second = Job(cluster, "bob", "--nodelist=node1 --time=00:30:00 --mem=1G --cpus-per-task=1")
+    try:
+        ports = {first.tunnel()[1], second.tunnel()[1]}
+        assert ports == {8888, 8889}
+        _, port, command, token = second.tunnel()
+        assert command == f"ssh -N -L 8888:node1:{port} bob@login"
+        assert api_status(cluster.machines["node1"].ports[port], token) == 200
+    finally:
+        cluster.login.run(f"scancel {first.id} {second.id}")
+    assert (first.ended(), second.ended()) == ("CANCELLED", "CANCELLED")
+
+
+def test_the_time_limit_ends_the_job_cleanly(cluster: Cluster) -> None:
+    job = Job(cluster, "bob", "--nodelist=node2 --time=00:01:00 --mem=1G --cpus-per-task=1")
+    job.tunnel()
+    assert job.ended(timeout=180) == "TIMEOUT"
+    text = job.text()
+    assert "tf29-env: stopping (signal received)" in text, text
+    assert "ERROR" not in text, text
+    assert_nothing_left(cluster, "node2", "bob")
+
+
+def test_srun_runs_the_sif_on_a_node(cluster: Cluster) -> None:
+    probe = "import tensorflow as tf, socket; print(tf.__version__, socket.gethostname())"
+    code, out = cluster.login.run(f"srun --partition=cpu --time=5 --mem=1G apptainer exec {SIF} python -c '{probe}'",
+                                  user="alice")
+    assert code == 0 and re.search(r"^2\.9\.3 node[12]$", out, re.M), out
+
+
+def test_no_sif_at_the_path_is_one_line_and_no_job_is_left(cluster: Cluster) -> None:
+    job = Job(cluster, "alice", "--time=00:05:00 --mem=1G", sif="/shared/nope.sif")
+    assert job.ended() == "FAILED"
+    lines = [line for line in job.text().splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("tf29-jupyter: ERROR: no SIF at /shared/nope.sif (on node node"), lines
+
+
+@pytest.mark.parametrize(("options", "refusal"), [
+    ("--partition=nope", "Invalid partition name specified"),
+    ("--partition=gpu --gres=gpu:2 --mem=1G", "Requested node configuration is not available"),
+])
+def test_a_request_slurm_refuses_is_its_line_and_no_job(cluster: Cluster, options: str, refusal: str) -> None:
+    """Slurm refuses at submission, in its own words (sbatch's detail, then its verdict): the script
+    never runs and no job is made."""
+    code, out = cluster.login.run(f"cd && sbatch {options} {SBATCH} {SIF}", user="alice")
+    lines = out.strip().splitlines()
+    assert code != 0 and lines[-1] == f"sbatch: error: Batch job submission failed: {refusal}", out
+    assert all(line.startswith("sbatch: error: ") for line in lines) and len(lines) <= 2, out
+    assert cluster.login.run("squeue -h -u alice")[1].strip() == ""
