@@ -218,7 +218,7 @@ class Machine:
 
 def start_machine(client: DockerClient, image: str, *, role: str, users: str, hostname: str,
                   volumes: dict[str, dict[str, str]], publish: tuple[int, ...] = (), network: str | None = None,
-                  environment: dict[str, str] | None = None) -> Machine:
+                  environment: dict[str, str] | None = None, cap_add: list[str] | None = None) -> Machine:
     """A machine of the cluster (tests/hpc/node/start.sh: ROLE controller, node or box), its ports
     published on loopback; on NETWORK it is known by HOSTNAME. Its container's name is unique. An init
     as PID 1 (--init) reaps what ended jobs leave, as a real node's init does (slurmd would not).
@@ -230,7 +230,7 @@ def start_machine(client: DockerClient, image: str, *, role: str, users: str, ho
     host_config = client.api.create_host_config(
         binds={source: {"bind": spec["bind"], "mode": spec["mode"]} for source, spec in volumes.items()},
         port_bindings={f"{port}/tcp": (LOOPBACK, host_port) for port, host_port in ports.items()},
-        network_mode=network, init=True, **APPTAINER_RUN_ARGS)
+        network_mode=network, init=True, cap_add=cap_add, **APPTAINER_RUN_ARGS)
     host_config["MaskedPaths"] = []
     host_config["ReadonlyPaths"] = []
     created = client.api.create_container(

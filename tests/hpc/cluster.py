@@ -50,6 +50,10 @@ PartitionName=gpu Nodes=node1 MaxTime=02:00:00 State=UP
 GRES_CONF = "NodeName=node1 Name=gpu File=/dev/null\n"
 CGROUP_CONF = "CgroupPlugin=disabled\n"
 SLURM_DIR = REPO / "deploy" / "slurm"
+# slurmd, root on a real node, loads a user's login environment for a job whose --export names
+# variables without ALL (batchspawner's jobs) in a mount namespace of its own: clone(CLONE_NEWNS)
+# needs SYS_ADMIN, which Docker's root lacks. The users' jobs get no capability from it.
+NODE_CAPABILITIES = ["SYS_ADMIN"]
 
 
 def tar_of(files: dict[str, tuple[bytes, int]]) -> bytes:
@@ -97,7 +101,7 @@ class Cluster:
         for node in ("node1", "node2"):
             self.machines[node] = hpc.start_machine(
                 self.client, self.node_image, role="node", users=self.users, hostname=node, volumes=shared,
-                publish=(8888, 8889), network=network, environment={"HPC_NODE": node})
+                publish=(8888, 8889), network=network, environment={"HPC_NODE": node}, cap_add=NODE_CAPABILITIES)
         wait_until(self.nodes_idle, timeout=120, interval=1, what="node1 and node2 idle in sinfo")
 
     def nodes_idle(self) -> bool:

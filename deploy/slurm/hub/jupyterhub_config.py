@@ -1,0 +1,110 @@
+"""JupyterHub on Slurm (docs/hpc.md): the hub runs on a login node as root, users log in with their
+cluster account (PAM), and each user's server is a Slurm job, submitted as that user with sudo by
+batchspawner's SlurmSpawner, that runs the tf29-env SIF under Apptainer on a compute node:
+`apptainer run [--nv] SIF jupyterhub-singleuser`. The image's hub mode under Apptainer picks a free
+port on the node and tells the hub (batchspawner's API), as batchspawner-singleuser would.
+
+The spawn form offers one profile per partition (PROFILES below: CPU, and GPU partitions with
+their --gres); a profile can also be named through the REST API ({"profile": "gpu"}).
+
+Settings (environment variables of the hub's process):
+  TF29_HUB_SIF        the SIF's path on the compute nodes (default /shared/tf29-env.sif)
+  TF29_HUB_PROFILES   the profiles as JSON, replacing PROFILES (same keys)
+  TF29_HUB_STATE_DIR  the hub's database and cookie secret (default /var/lib/tf29-hub)
+  TF29_HUB_BIND_URL   the URL users open (default http://0.0.0.0:8000)
+  TF29_HUB_CONNECT    the name compute nodes reach the hub's API by (default: this host's name)
+"""
+
+import json
+import os
+import socket
+from typing import Any
+
+import batchspawner  # registers /hub/api/batchspawner, where the servers report their port
+from tornado import web
+from traitlets import Unicode
+
+c = get_config()  # type: ignore[name-defined]  # noqa: F821 - JupyterHub's config loader provides it
+
+# One profile per partition: what the job asks Slurm for. "gres" empty: no GPU, no --nv.
+PROFILES: dict[str, dict[str, str]] = {
+    "cpu": {"title": "CPU only (partition cpu)", "partition": "cpu", "gres": "", "runtime": "08:00:00",
+            "memory": "16G", "nprocs": "4"},
+    "gpu": {"title": "1 GPU (partition gpu)", "partition": "gpu", "gres": "gpu:1", "runtime": "08:00:00",
+            "memory": "32G", "nprocs": "8"},
+}
+if os.environ.get("TF29_HUB_PROFILES"):
+    PROFILES = json.loads(os.environ["TF29_HUB_PROFILES"])
+DEFAULT_PROFILE = next(iter(PROFILES))
+SIF = os.environ.get("TF29_HUB_SIF", "/shared/tf29-env.sif")
+STATE = os.environ.get("TF29_HUB_STATE_DIR", "/var/lib/tf29-hub")
+
+BATCH_SCRIPT = """#!/bin/bash
+#SBATCH --output={{homedir}}/tf29-hub-%j.log
+#SBATCH --job-name=tf29-hub-{{username}}
+#SBATCH --chdir={{homedir}}
+#SBATCH --export={{keepvars}}
+#SBATCH --partition={{partition}}
+#SBATCH --time={{runtime}}
+#SBATCH --mem={{memory}}
+#SBATCH --cpus-per-task={{nprocs}}
+{% if gres %}#SBATCH --gres={{gres}}
+{% endif %}
+set -euo pipefail
+umask 077
+exec apptainer run {% if gres %}--nv {% endif %}{{sif}} {{cmd}}
+"""
+
+
+class TF29SlurmSpawner(batchspawner.SlurmSpawner):  # type: ignore[misc]
+    """SlurmSpawner with the profiles as its template variables and the SIF as the single-user
+    command: batchspawner-singleuser is not needed, the image's hub mode reports its port itself."""
+
+    req_sif = Unicode(SIF, help="The SIF on the compute nodes").tag(config=True)
+
+    def profile(self) -> dict[str, str]:
+        name = str((self.user_options or {}).get("profile") or DEFAULT_PROFILE)
+        if name not in PROFILES:
+            raise web.HTTPError(400, f"unknown profile {name!r}: choose one of {', '.join(PROFILES)}")
+        return PROFILES[name]
+
+    def get_req_subvars(self) -> dict[str, Any]:
+        subvars = dict(super().get_req_subvars())
+        subvars.update({key: value for key, value in self.profile().items() if key != "title"})
+        return subvars
+
+    async def start(self) -> Any:
+        self.profile()  # an unknown profile is refused before anything is submitted
+        return await super().start()
+
+
+def options_form(spawner: TF29SlurmSpawner) -> str:
+    options = "".join(f'<option value="{name}">{profile["title"]}</option>' for name, profile in PROFILES.items())
+    return f'<label for="profile">Profile</label><select name="profile" id="profile">{options}</select>'
+
+
+def options_from_form(formdata: dict[str, list[str]]) -> dict[str, str]:
+    return {"profile": formdata.get("profile", [DEFAULT_PROFILE])[0]}
+
+
+c.JupyterHub.spawner_class = TF29SlurmSpawner
+c.TF29SlurmSpawner.batch_script = BATCH_SCRIPT
+c.TF29SlurmSpawner.batchspawner_singleuser_cmd = ""
+c.TF29SlurmSpawner.options_form = options_form
+c.TF29SlurmSpawner.options_from_form = options_from_form
+# A queued job may wait for a node; the server inside starts in seconds once it runs.
+c.TF29SlurmSpawner.start_timeout = 600
+c.TF29SlurmSpawner.http_timeout = 180
+
+# The cluster's accounts: whoever may log in to the login node may use the hub.
+c.JupyterHub.authenticator_class = "pam"
+c.Authenticator.allow_all = True
+c.PAMAuthenticator.open_sessions = False
+
+c.JupyterHub.bind_url = os.environ.get("TF29_HUB_BIND_URL", "http://0.0.0.0:8000")
+# The API listens where the compute nodes reach it, by the login node's name.
+c.JupyterHub.hub_ip = "0.0.0.0"  # noqa: S104 - the compute nodes are on the cluster's network
+c.JupyterHub.hub_connect_ip = os.environ.get("TF29_HUB_CONNECT", socket.gethostname())
+c.JupyterHub.db_url = f"sqlite:///{STATE}/jupyterhub.sqlite"
+c.JupyterHub.cookie_secret_file = f"{STATE}/jupyterhub_cookie_secret"
+c.ConfigurableHTTPProxy.pid_file = f"{STATE}/proxy.pid"
