@@ -47,9 +47,11 @@ main() {
   apply_server_options              # 52: JUPYTER_ENV_VARS_TO_UNSET; GEN_CERT's certificate (55)
   apply_umask                       # 20: NB_UMASK, for what starts from here on
   if [[ ${cfg_mode} == command ]]; then
+    report_user_state               # 26: its notes, now that every setting has passed
     exec_command "${cfg_command[@]}"
   fi
   prepare_ssh                       # 40: host keys, authorized keys, `sshd -t`
+  report_user_state                 # 26: its notes, now that every setting has passed
   write_services                    # 90: what the healthcheck must find answering
   start_ssh
   start_jupyter                     # 50

@@ -9,16 +9,24 @@
 # the user's own copy is kept. A failure here is a warning line, never a failed start.
 
 readonly USERSTATE_PY=/opt/tf29-env/startup/userstate.py
+user_state_report=()
 
 prepare_user_state() {
-  local folder=${NB_HOME} line
+  local folder=${NB_HOME}
   ((is_root)) || folder=${home_folder}
   # Scripts of the user's packages (pip puts them in the user base's bin), after the image's own.
   [[ -n ${PYTHONNOUSERSITE:-} ]] || export PATH="${PATH}:${PYTHONUSERBASE:-${user_home}/.local}/bin"
-  while IFS= read -r line; do
+  mapfile -t user_state_report < <("${as_user[@]}" /usr/bin/python3 -I "${USERSTATE_PY}" start "${user_home}" "${folder}" 2>&1 || true)
+}
+
+# report_user_state: what prepare_user_state found, once every setting has passed its check (a bad
+# one is the only line a failed start prints).
+report_user_state() {
+  local line
+  for line in "${user_state_report[@]}"; do
     case ${line} in
       "WARNING: "*) warn "${line#WARNING: }" ;;
       *) log "${line}" ;;
     esac
-  done < <("${as_user[@]}" /usr/bin/python3 -I "${USERSTATE_PY}" start "${user_home}" "${folder}" 2>&1 || true)
+  done
 }
