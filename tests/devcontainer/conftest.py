@@ -104,15 +104,21 @@ class Workspace:
         return result
 
 
+def project_folder(user: HostUser, prefix: str) -> Path:
+    """An empty project with a .devcontainer folder, the host user's (outside pytest's root-only temp folders)."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    folder.chmod(0o755)
+    (folder / ".devcontainer").mkdir()
+    for path in (folder, folder / ".devcontainer"):
+        os.chown(path, user.uid, USERS_GID)
+    return folder
+
+
 @pytest.fixture
 def workspace(devcontainer_cli: Path, host_user: HostUser, docker_client: DockerClient) -> Iterator[Workspace]:
     """A project folder of the host user's (outside pytest's root-only temp folders); what the CLI
     made for it (containers, the uid-matching image, volumes) is removed afterwards."""
-    folder = Path(tempfile.mkdtemp(prefix="tf29-env-dc-project-"))
-    folder.chmod(0o755)
-    (folder / ".devcontainer").mkdir()
-    for path in (folder, folder / ".devcontainer"):
-        os.chown(path, host_user.uid, USERS_GID)
+    folder = project_folder(host_user, "tf29-env-dc-project-")
     workspace_state = Workspace(folder, host_user, devcontainer_cli)
     try:
         yield workspace_state

@@ -7,14 +7,13 @@ them: tests/devcontainer."""
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from testkit.gpuengine import GpuEngine, visible_devices
-from tests.devcontainer.conftest import USERS_GID, HostUser, Workspace, unique_volume
+from tests.devcontainer.conftest import HostUser, Workspace, project_folder, unique_volume
 from tests.gpu.conftest import assert_no_gpu_holders
 from tf29env.paths import REPO
 
@@ -27,11 +26,7 @@ def gpu_workspace(devcontainer_cli: Path, host_user: HostUser, gpu_engine: GpuEn
     """A project folder of the host user's whose CLI talks to the stand-in engine; what the CLI
     made there (containers, the uid-matching image, volumes) is removed afterwards."""
     monkeypatch.setenv("DOCKER_HOST", gpu_engine.url)
-    folder = Path(tempfile.mkdtemp(prefix="tf29-env-dc-gpu-"))
-    folder.chmod(0o755)
-    (folder / ".devcontainer").mkdir()
-    for path in (folder, folder / ".devcontainer"):
-        os.chown(path, host_user.uid, USERS_GID)
+    folder = project_folder(host_user, "tf29-env-dc-gpu-")
     workspace = Workspace(folder, host_user, devcontainer_cli)
     try:
         yield workspace
