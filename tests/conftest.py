@@ -24,6 +24,8 @@ BUILD_LOCK = BUILD_LOG.with_suffix(".lock")
 # is one group, for the hubs, engines and builds its fixtures start once; these folders' files are
 # independent of each other, so each file is a group of its own.
 GROUPED_BY_FILE = ("image", "unit", "deploy", "notebooks")
+# Checkouts side by side (git worktrees) on one engine each build their own image under test.
+TEST_TAG = os.environ.get("TF29ENV_TEST_TAG") or "tf29-env:test-gpu"
 
 
 def host_ca_certs() -> list[Path]:
@@ -37,7 +39,7 @@ def docker_client() -> DockerClient:
 
 @pytest.fixture(scope="session")
 def image(docker_client: DockerClient) -> str:
-    """The image under test: TF29ENV_IMAGE, or tf29-env:test-gpu built now on the stand-in base."""
+    """The image under test: TF29ENV_IMAGE, or TEST_TAG built now on the stand-in base."""
     named = os.environ.get("TF29ENV_IMAGE")
     if named:
         assert engine.image_exists(docker_client, named), f"TF29ENV_IMAGE={named} is not on the engine"
@@ -55,7 +57,7 @@ def image(docker_client: DockerClient) -> str:
             def log(line: str) -> None:
                 print(line, file=log_file, flush=True)
 
-            request = BuildRequest(variant=VARIANTS["gpu"], base="standin", tag="tf29-env:test-gpu",
+            request = BuildRequest(variant=VARIANTS["gpu"], base="standin", tag=TEST_TAG,
                                    ca_certs=host_ca_certs())
             built = build(docker_client, request, log).image
         lock.seek(0)
