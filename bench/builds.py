@@ -9,11 +9,12 @@ from pathlib import Path
 from docker import DockerClient
 
 from bench import contexts
-from tf29env import context, engine, imagebuild
-from tf29env.build_image import BuildRequest, BuildResult, build
-from tf29env.config import NetworkInputs
+from tf29env import engine
+from tf29env.build import context, dockerbuild
+from tf29env.build.network import NetworkInputs
+from tf29env.build.pipeline import BuildRequest, BuildResult, build
+from tf29env.build.variants import Variant
 from tf29env.log import Log
-from tf29env.variants import Variant
 
 
 def ca_args(ca_certs: list[Path]) -> dict[str, str]:
@@ -68,7 +69,7 @@ def single_pass(client: DockerClient, tar: bytes, base: str, variant: Variant, c
                 tag: str | None = None) -> tuple[str, float]:
     """One docker build of a context tar (cache allowed); its image id and seconds."""
     start = time.monotonic()
-    image_id = imagebuild.build_context(client, io.BytesIO(tar), tag=tag,
+    image_id = dockerbuild.build_context(client, io.BytesIO(tar), tag=tag,
                                         buildargs=buildargs(base, variant, cas), log=log)
     return image_id, time.monotonic() - start
 
@@ -87,7 +88,7 @@ def warm(client: DockerClient, original: bytes, case: str, base: str, variant: V
     counts = {"steps": 0, "cached": 0}
 
     def counting_log(line: str) -> None:
-        if imagebuild.STEP_RE.match(line):
+        if dockerbuild.STEP_RE.match(line):
             counts["steps"] += 1
         elif "Using cache" in line:
             counts["cached"] += 1

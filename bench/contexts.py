@@ -5,7 +5,7 @@ import io
 import tarfile
 from collections.abc import Callable
 
-from tf29env import context
+from tf29env.build import context
 
 # The warm cases: which context file each one touches. A comment appended at the end changes the
 # file's checksum (so the classic builder's cache misses from that COPY on) and nothing else.

@@ -31,9 +31,10 @@ from docker import DockerClient
 from bench import builds, contexts, layers
 from bench.errors import BenchError
 from testkit.registry import RegistryUnavailable, local_registry
-from tf29env import engine, imagebuild
+from tf29env import engine
+from tf29env.build import dockerbuild
+from tf29env.build.variants import Variant
 from tf29env.log import Log
-from tf29env.variants import Variant
 
 MANIFEST_V2 = "application/vnd.docker.distribution.manifest.v2+json"
 PUSH_TAG = "bench"
@@ -189,7 +190,7 @@ def build_update(client: DockerClient, tag: str, image: str, base: str, variant:
         log(line)
 
     tar = contexts.touched(contexts.standard(), "entrypoint", f"pullsize {time.time_ns()}")
-    imagebuild.build_context(client, io.BytesIO(tar), tag=tag, log=keep, cache_from=[image],
+    dockerbuild.build_context(client, io.BytesIO(tar), tag=tag, log=keep, cache_from=[image],
                              buildargs=builds.buildargs(base, variant, cas))
     return lines
 
@@ -199,7 +200,7 @@ def first_rebuilt(lines: Sequence[str]) -> str:
     "Using cache" under its `Step N/M : ` line), as the Dockerfile writes it; "" when none."""
     steps: list[tuple[str, bool]] = []
     for line in lines:
-        if imagebuild.STEP_RE.match(line):
+        if dockerbuild.STEP_RE.match(line):
             steps.append((line.split(" : ", 1)[1].strip(), False))
         elif "Using cache" in line and steps:
             steps[-1] = (steps[-1][0], True)

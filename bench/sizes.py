@@ -9,8 +9,9 @@ from docker import DockerClient
 
 from bench import layers
 from bench.errors import BenchError
-from tf29env import engine, labels
+from tf29env import engine
 from tf29env.facts import run_in_image
+from tf29env.release import labels
 
 TOP_PACKAGES = 10
 TOP_LAYERS = 5

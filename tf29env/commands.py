@@ -10,29 +10,19 @@ from typing import Any
 
 from docker import DockerClient
 
-from tf29env import (
-    engine,
-    export,
-    labels,
-    licenses,
-    manifest,
-    push,
-    records,
-    sbom,
-    sizegate,
-    standin,
-    tags,
-    vulns,
-)
-from tf29env.build_image import BuildRequest, BuildResult, build
-from tf29env.config import NetworkInputs
+from tf29env import engine
+from tf29env.build import standin
+from tf29env.build.network import NetworkInputs
+from tf29env.build.pipeline import BuildRequest, BuildResult, build
+from tf29env.build.variants import VARIANTS
 from tf29env.errors import EXIT_BUILD, EXIT_INPUT, EXIT_TEST, EXIT_VULNERABLE, UserError
 from tf29env.facts import run_in_image
 from tf29env.log import Log
 from tf29env.paths import REPO
 from tf29env.progress import Progress
-from tf29env.variants import VARIANTS
-from tf29env.verify import verify
+from tf29env.release import export, labels, manifest, push, records, sizegate, tags
+from tf29env.release.verify import verify
+from tf29env.supplychain import licenses, sbom, vulns
 
 # Test folders that build images of their own (see cmd_test).
 BUILDER_TESTS = ("build", "buildkit")

@@ -11,9 +11,9 @@ from docker import DockerClient
 
 from tf29env import engine
 from tf29env.errors import EXIT_BUILD, UserError
-from tf29env.paths import PACKAGE
+from tf29env.paths import PROBES
 
-IN_IMAGE_SCRIPT = PACKAGE / "inimage.py"
+FACTS_PROBE = PROBES / "facts.py"
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,8 @@ class ImageFacts:
 
 
 def run_in_image(client: DockerClient, image: str, mode: str) -> dict[str, Any]:
-    """Run inimage.py MODE in a throwaway container of image and parse its JSON line."""
-    output = engine.run_python(client, image, IN_IMAGE_SCRIPT.read_text(), [mode])
+    """Run image/probes/facts.py MODE in a throwaway container of image and parse its JSON line."""
+    output = engine.run_python(client, image, FACTS_PROBE.read_text(), [mode])
     lines = [line for line in output.splitlines() if line.startswith("{")]
     if not lines:
         raise UserError(f"{image}: the {mode} probe printed no JSON: {output.strip()[-300:]}", EXIT_BUILD)

@@ -20,7 +20,9 @@ from tests.build.conftest import REPOSITORY, build_py, untag_repository
 from tests.conftest import host_ca_certs
 from tests.image.test_image_contents import CA_PROBE, ca_needles, host_cas
 from tests.unit.test_build_context import TEST_CA, TEST_CA_SHA256
-from tf29env import context, engine, labels
+from tf29env import engine
+from tf29env.build import context
+from tf29env.release import labels
 
 KEPT_REPOSITORY = f"{REPOSITORY}-ca"
 # The default index, named explicitly: the build works as without it, and the history shows it.

@@ -13,9 +13,12 @@ import pytest
 from docker import DockerClient
 
 from tests.build.conftest import build_py
-from tf29env import engine, labels, licenses, nvidia, sbom, sbomlayer
+from tf29env import engine
+from tf29env.build import finallayer
 from tf29env.errors import EXIT_NO_DATABASE
-from tf29env.records import SBOM_FILE
+from tf29env.release import labels
+from tf29env.release.records import SBOM_FILE
+from tf29env.supplychain import licenses, nvidia, sbom
 
 VARIANTS = ["cpu", "gpu"]
 
@@ -43,7 +46,7 @@ def test_the_sbom_is_beside_the_manifest_and_in_the_image(variant: str, built: d
     text = path.read_text()
     sbom.validate(text, str(path))
     image_labels = labels.of_image(engine.inspect(docker_client, record["id"]))
-    assert image_labels[labels.SBOM] == sbomlayer.SBOM_PATH
+    assert image_labels[labels.SBOM] == finallayer.SBOM_PATH
     status, inside = in_image(docker_client, record["id"], "cat", image_labels[labels.SBOM])
     assert status == 0 and inside == text
     root = json.loads(text)["metadata"]["component"]

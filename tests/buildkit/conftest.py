@@ -16,10 +16,10 @@ import pytest
 from docker import DockerClient
 
 from tests.conftest import BUILD_LOG, host_ca_certs
-from tf29env import standin
-from tf29env.context import CA_BUILD_ARG, CONTEXT_PATHS
+from tf29env.build import standin
+from tf29env.build.context import CA_BUILD_ARG, CONTEXT_PATHS
+from tf29env.build.variants import VARIANTS
 from tf29env.paths import REPO
-from tf29env.variants import VARIANTS
 
 TAG = "tf29-env:test-buildkit"
 LOG = BUILD_LOG.with_name("test-buildkit-build.log")

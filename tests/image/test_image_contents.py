@@ -8,7 +8,8 @@ from docker import DockerClient
 
 from testkit.containers import TrackedContainer
 from tests.conftest import HOST_EXTRA_CAS
-from tf29env import context, labels
+from tf29env.build import context
+from tf29env.release import labels
 
 PROBE = """
 import json, subprocess, sys

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tf29env import context
-from tf29env.build_image import BuildRequest
+from tf29env.build import context
+from tf29env.build.pipeline import BuildRequest
+from tf29env.build.variants import VARIANTS
 from tf29env.errors import EXIT_INPUT, UserError
 from tf29env.paths import REPO
-from tf29env.variants import VARIANTS
 
 # Two throwaway self-signed CAs (EC P-256, no use beyond these tests; their keys were not kept), with
 # the fingerprints `openssl x509 -noout -fingerprint -sha256` printed for them.

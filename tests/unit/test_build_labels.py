@@ -1,8 +1,8 @@
 """Label sets: what the build passes to the Dockerfile, and how wrong labels are found."""
 
 from tests.unit.facts_data import CPU_STANDIN, GPU_STANDIN
-from tf29env import labels
 from tf29env.paths import REPO
+from tf29env.release import labels
 
 META = labels.BuildMeta("0123456789abcdef0123456789abcdef01234567", "2026-12-02T15:04:05Z",
                         "https://example.org/tf29-env.git", "tf29-env-standin:bullseye-cuda11", "sha256:" + "a" * 64)

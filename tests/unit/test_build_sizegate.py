@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from tf29env import sizegate
 from tf29env.errors import EXIT_BUILD, EXIT_INPUT, UserError
 from tf29env.paths import SIZE_BASELINE
+from tf29env.release import sizegate
 
 
 def test_judge() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tf29env import devcontainer
+from tf29env.build import devcontainer
 from tf29env.errors import EXIT_BUILD, UserError
 
 BUILT = ('[{"remoteUser": "jovyan", "hostRequirements": {"gpu": "optional"}, "forwardPorts": [8888], '

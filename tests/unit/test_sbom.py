@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 from cyclonedx.contrib.this.builders import this_component
 
-from tf29env import licenses, sbom, tags
 from tf29env.errors import EXIT_BUILD, UserError
+from tf29env.release import tags
+from tf29env.supplychain import licenses, sbom
 
 LIBC = "libc.so.6"
 REFS = ["tf29-env:2.9.3-cpu-py3.9-debian11", "tf29-env:latest-cpu", "tf29-env:cpu-2026-12-03"]
@@ -23,7 +24,7 @@ LABELS = {"org.opencontainers.image.revision": "0123456789abcdef0123456789abcdef
 
 @pytest.fixture(scope="module")
 def host_probe() -> dict[str, Any]:
-    """sbom_probe.py's report on this host (the venv's Python packages, dpkg, libc)."""
+    """image/probes/inventory.py's report on this host (the venv's Python packages, dpkg, libc)."""
     proc = subprocess.run([sys.executable, str(sbom.PROBE_SCRIPT), LIBC], capture_output=True, text=True,
                           check=True, timeout=120)
     data: dict[str, Any] = json.loads(proc.stdout)

@@ -6,9 +6,9 @@ import datetime
 import pytest
 
 from tests.unit.facts_data import CPU_STANDIN, GPU_STANDIN, OFFICIAL_GPU
-from tf29env import tags
 from tf29env.errors import EXIT_INPUT, UserError
 from tf29env.facts import ImageFacts
+from tf29env.release import tags
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 WHEN = datetime.datetime(2026, 12, 2, 15, 4, 5)

@@ -16,8 +16,11 @@ from dataclasses import dataclass
 
 from docker import DockerClient
 
-from tf29env import engine, imagebuild, labels, nvidia, sbom
+from tf29env import engine
+from tf29env.build import dockerbuild
 from tf29env.log import Log
+from tf29env.release import labels
+from tf29env.supplychain import nvidia, sbom
 
 DOC_DIR = "/usr/share/doc/tf29-env"
 SBOM_PATH = f"{DOC_DIR}/sbom.cdx.json"
@@ -63,7 +66,7 @@ def add(client: DockerClient, image_id: str, *, base: str, name: str, version: s
                         nvidia_sources=wheels.sources)
     text = sbom.to_json(bom)
     files = {SBOM_PATH: text.encode(), **wheels.files}
-    new_id = imagebuild.build_context(client, context_tar(image_id, files), tag=None, buildargs={},
+    new_id = dockerbuild.build_context(client, context_tar(image_id, files), tag=None, buildargs={},
                                       log=lambda _line: None)
     log(f"==> SBOM: {len(data['python'])} Python, {len(data['dpkg'])} dpkg, {len(data['libraries'])} NVIDIA "
         f"components; in the image at {SBOM_PATH} ({time.monotonic() - started:.1f}s)")

@@ -8,8 +8,9 @@ from typing import Any
 
 from docker import DockerClient
 
-from tf29env import engine, labels
+from tf29env import engine
 from tf29env.facts import run_in_image
+from tf29env.release import labels
 
 SELFCHECK = ["/usr/local/bin/selfcheck"]
 SELFCHECK_LINES = 40

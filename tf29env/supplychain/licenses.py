@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tf29env.records import write_json
-from tf29env.sbom import PROP_LICENSE_FILE
+from tf29env.release.records import write_json
+from tf29env.supplychain.sbom import PROP_LICENSE_FILE
 
 UNKNOWN = "unknown"
 # Licenses that ask something of whoever redistributes the package or its changes (strong and weak

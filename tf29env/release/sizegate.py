@@ -10,7 +10,7 @@ from typing import Any
 from docker import DockerClient
 
 from tf29env.errors import EXIT_BUILD, UserError
-from tf29env.manifest import human_size
+from tf29env.release.manifest import human_size
 
 DEFAULT_MAX_GROWTH = 20.0
 SHOWN = 8

@@ -1,5 +1,5 @@
 """The image's CycloneDX SBOM: made with cyclonedx-python-lib from what a throwaway container of the
-built image reports (tf29env/sbom_probe.py), validated against CycloneDX's own schema.
+built image reports (image/probes/inventory.py), validated against CycloneDX's own schema.
 
 Components: the image itself (the root, with its tags and OCI labels: revision, base and its
 digest), every Python distribution in the venv (pkg:pypi), every dpkg package (pkg:deb, with the
@@ -26,12 +26,13 @@ from cyclonedx.validation.json import JsonStrictValidator
 from docker import DockerClient
 from packageurl import PackageURL
 
-from tf29env import engine, tags
+from tf29env import engine
+from tf29env.build.standin import CUDA_WHEELS
 from tf29env.errors import EXIT_BUILD, UserError
-from tf29env.paths import PACKAGE
-from tf29env.standin import CUDA_WHEELS
+from tf29env.paths import PROBES
+from tf29env.release import tags
 
-PROBE_SCRIPT = PACKAGE / "sbom_probe.py"
+PROBE_SCRIPT = PROBES / "inventory.py"
 SCHEMA = SchemaVersion.V1_6
 # The libraries TensorFlow 2.9 dlopens, the same on the official CUDA base and the stand-in.
 NVIDIA_SONAMES = tuple(soname for sonames in CUDA_WHEELS.values() for soname in sonames)
@@ -71,7 +72,7 @@ class NvidiaSource:
 
 
 def probe(client: DockerClient, image: str) -> dict[str, Any]:
-    """What sbom_probe.py reports about image (a throwaway container, no network)."""
+    """What inventory.py reports about image (a throwaway container, no network)."""
     output = engine.run_python(client, image, PROBE_SCRIPT.read_text(), list(NVIDIA_SONAMES))
     lines = [line for line in output.splitlines() if line.startswith("{")]
     if not lines:
@@ -166,7 +167,7 @@ def root_component(name: str, version: str, refs: Iterable[str], image_labels: d
 
 def make_bom(data: dict[str, Any], *, name: str, version: str, refs: Iterable[str], image_labels: dict[str, str],
              nvidia_sources: dict[str, NvidiaSource] | None = None) -> Bom:
-    """The SBOM of an image from its probe data (sbom_probe.py's JSON)."""
+    """The SBOM of an image from its probe data (inventory.py's JSON)."""
     root = root_component(name, version, refs, image_labels)
     bom = Bom()
     bom.metadata.component = root

@@ -16,13 +16,15 @@ from pathlib import Path
 import docker.errors
 from docker import DockerClient
 
-from tf29env import context, devcontainer, engine, imagebuild, labels, sbomlayer, standin, tags
-from tf29env.config import NetworkInputs
+from tf29env import engine
+from tf29env.build import context, devcontainer, dockerbuild, finallayer, standin
+from tf29env.build.network import NetworkInputs
+from tf29env.build.variants import REPOSITORY, STANDIN_CUDA, STANDIN_OS, Variant
 from tf29env.errors import EXIT_BUILD, UserError
 from tf29env.facts import ImageFacts, probe
 from tf29env.log import Log
 from tf29env.paths import REPO, cache_dir
-from tf29env.variants import REPOSITORY, STANDIN_CUDA, STANDIN_OS, Variant
+from tf29env.release import labels, tags
 
 
 @dataclass
@@ -135,7 +137,7 @@ def build(client: DockerClient, request: BuildRequest, log: Log) -> BuildResult:
 
         def run(args: dict[str, str], nocache: bool, pull: bool, cache_from: list[str]) -> str:
             fileobj.seek(0)
-            return imagebuild.build_context(client, fileobj, tag=None, buildargs=args, log=log, nocache=nocache,
+            return dockerbuild.build_context(client, fileobj, tag=None, buildargs=args, log=log, nocache=nocache,
                                             pull=pull, cache_from=cache_from)
 
         log(f"==> building the {request.variant.name} variant on {base}")
@@ -161,7 +163,7 @@ def build(client: DockerClient, request: BuildRequest, log: Log) -> BuildResult:
     refs = [f"{request.repository}:{tag}" for tag in tags.compute(facts, revision=meta.revision, created=created)]
     refs = refs if image in refs else [*refs, image]
     log("==> making the SBOM from the image and adding it in a layer of its own")
-    layer = sbomlayer.add(client, final, base=base, name=request.repository, version=version, refs=refs, log=log)
+    layer = finallayer.add(client, final, base=base, name=request.repository, version=version, refs=refs, log=log)
     engine.tag(client, layer.image_id, image)
     if first != final:
         engine.remove_dangling(client, first)

@@ -11,11 +11,11 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from tf29env import standin
+from tf29env.build import standin
+from tf29env.build.variants import STANDIN_CUDA
 from tf29env.log import Log
 from tf29env.paths import cache_dir
-from tf29env.sbom import NvidiaSource
-from tf29env.variants import STANDIN_CUDA
+from tf29env.supplychain.sbom import NvidiaSource
 
 # Where the image keeps the wheels' license files (beside the SBOM, tf29env/sbomlayer.py's DOC_DIR).
 LICENSE_DIR = "/usr/share/doc/tf29-env/licenses/nvidia"

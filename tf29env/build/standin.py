@@ -12,11 +12,12 @@ from pathlib import Path
 
 from docker import DockerClient
 
-from tf29env import context, engine, imagebuild
+from tf29env import engine
+from tf29env.build import context, dockerbuild
+from tf29env.build.variants import STANDIN_CUDA, STANDIN_OS
 from tf29env.errors import EXIT_BUILD, UserError
 from tf29env.log import Log
 from tf29env.paths import REPO, cache_dir
-from tf29env.variants import STANDIN_CUDA, STANDIN_OS
 
 SUITE = "bullseye"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
@@ -106,7 +107,7 @@ def add_cuda(client: DockerClient, log: Log) -> None:
                 add_libraries(tar, wheel)
         log(f"building {STANDIN_CUDA} (CUDA 11 libraries on {STANDIN_OS})")
         with tar_path.open("rb") as fileobj:
-            imagebuild.build_context(client, fileobj, tag=STANDIN_CUDA, buildargs={"OS_IMAGE": STANDIN_OS}, log=log)
+            dockerbuild.build_context(client, fileobj, tag=STANDIN_CUDA, buildargs={"OS_IMAGE": STANDIN_OS}, log=log)
 
 
 def download_wheels(log: Log) -> list[Path]:
