@@ -246,8 +246,8 @@ EXPOSE 8888 22
 
 # CAs the image keeps trusting, for every user (notebooks behind the same proxy): only on request,
 # since whoever holds a trusted CA's key can read every TLS connection made in the container.
-# build.py --trust-ca-cert puts them in ca-certs/, sets TRUST_CA_CERTS=1 and the label
-# io.tf29-env.ca.trusted; a plain build takes ca-certs/*.crt with --build-arg TRUST_CA_CERTS=1, and
+# build.py --trust-ca-cert puts them in ca-certs/, sets TRUST_CA_CERTS=1 and records
+# their fingerprints in a label; a plain build takes ca-certs/*.crt with --build-arg TRUST_CA_CERTS=1, and
 # without it refuses to build rather than trust them silently. This late, keeping a CA rebuilds
 # seconds, not the stack; the steps above got them through FTP_PROXY (build.py passes both).
 COPY ca-certs/ /usr/local/share/ca-certificates/tf29-env/
@@ -336,37 +336,3 @@ LABEL devcontainer.metadata="[{\
 \"extensions\": [\"ms-python.python\", \"ms-toolsai.jupyter\"], \
 \"settings\": {\"python.defaultInterpreterPath\": \"${VIRTUAL_ENV}/bin/python\"}}}}]"
 
-# Labels last: their values change with every commit and must not invalidate any layer above.
-# build.py fills them from the built image itself (a first pass, probed, then this block again);
-# the LABEL_ prefix keeps base images' ENV (CUDA_VERSION and the like) from shadowing the ARGs.
-ARG BASE_IMAGE
-ARG BASE_DIGEST=
-ARG VERSION=dev
-ARG REVISION=unknown
-ARG CREATED=unknown
-ARG SOURCE=
-ARG LABEL_TF_VERSION=
-ARG LABEL_TF_CUDA=
-ARG LABEL_TF_CUDNN=
-ARG LABEL_CUDA_RUNTIME=
-ARG LABEL_CUDNN_RUNTIME=
-ARG LABEL_PYTHON=
-ARG LABEL_OS=
-ARG LABEL_CA_TRUSTED=
-LABEL org.opencontainers.image.title="tf29-env" \
-      org.opencontainers.image.description="TensorFlow 2.9 with JupyterLab, SSH and a GPU / FP16 self-check" \
-      org.opencontainers.image.version="${VERSION}" \
-      org.opencontainers.image.revision="${REVISION}" \
-      org.opencontainers.image.created="${CREATED}" \
-      org.opencontainers.image.source="${SOURCE}" \
-      org.opencontainers.image.base.name="${BASE_IMAGE}" \
-      org.opencontainers.image.base.digest="${BASE_DIGEST}" \
-      io.tf29-env.variant="${VARIANT}" \
-      io.tf29-env.tensorflow.version="${LABEL_TF_VERSION}" \
-      io.tf29-env.tensorflow.cuda="${LABEL_TF_CUDA}" \
-      io.tf29-env.tensorflow.cudnn="${LABEL_TF_CUDNN}" \
-      io.tf29-env.cuda.runtime="${LABEL_CUDA_RUNTIME}" \
-      io.tf29-env.cudnn.runtime="${LABEL_CUDNN_RUNTIME}" \
-      io.tf29-env.python.version="${LABEL_PYTHON}" \
-      io.tf29-env.os="${LABEL_OS}" \
-      io.tf29-env.ca.trusted="${LABEL_CA_TRUSTED}"

@@ -52,7 +52,7 @@ def cold(client: DockerClient, variant: Variant, ca_certs: list[Path], tag: str,
     result = build(client, request, log)
     end = time.monotonic()
     drop_replaced(client, old_id, result.image_id)
-    return ColdBuild(result, result.first_pass_s, end - start)
+    return ColdBuild(result, result.dockerfile_s, end - start)
 
 
 def tool_rebuild(client: DockerClient, variant: Variant, ca_certs: list[Path], tag: str, log: Log) -> float:

@@ -1,17 +1,19 @@
 """Runs INSIDE the image (Python 3.8 or 3.9, stdlib only), never imported on the host: prints one
-JSON object listing what the SBOM describes, read from the image itself rather than from the lock
-files, so that the SBOM cannot claim a package the image does not hold or miss one it does.
+JSON object listing what the image holds, for the SBOM, the manifest and the size gate, read from
+the image itself rather than from the lock files, so that none of them can claim a package the image
+does not hold or miss one it does.
 
 - the venv's Python distributions, with their license metadata (License-Expression, License,
-  the trove classifiers), from importlib.metadata;
-- every installed Debian/Ubuntu package (dpkg-query), with its architecture and source package,
-  and the OS release for the package URLs;
+  the trove classifiers), from importlib.metadata, and the bytes of their files; `pip freeze --all`;
+- every installed Debian/Ubuntu package (dpkg-query), with its architecture, source package and
+  installed size, and the OS release for the package URLs;
 - the NVIDIA libraries named on the command line (sonames), found through the loader's cache as
   TensorFlow finds them, with their SHA-256 and, where dpkg installed them, the owning package.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -23,7 +25,8 @@ from importlib import metadata
 from typing import Any
 
 # What dpkg-query prints per package; its source fields are empty when the source is the binary.
-DPKG_FORMAT = "${Package}\t${Version}\t${Architecture}\t${source:Package}\t${source:Version}\t${db:Status-Abbrev}\n"
+DPKG_FORMAT = ("${Package}\t${Version}\t${Architecture}\t${source:Package}\t${source:Version}\t${db:Status-Abbrev}"
+               "\t${Installed-Size}\n")
 LDCONFIG_RE = re.compile(r"^\s*(\S+) \(([^)]*)\) => (\S+)$")
 # One License field may hold a whole license text; a name is one short line.
 SHORT_LICENSE = 100
@@ -46,6 +49,21 @@ def first(meta: Any, field: str) -> str:
     return str(values[0]).strip()
 
 
+def dist_bytes(dist: Any) -> int:
+    """The bytes of the files a distribution's RECORD lists (those still there)."""
+    total = 0
+    for path in dist.files or []:
+        with contextlib.suppress(OSError):
+            total += os.path.getsize(str(dist.locate_file(path)))
+    return total
+
+
+def pip_freeze() -> list[str]:
+    out = subprocess.run([sys.executable, "-m", "pip", "freeze", "--all"], check=True, stdout=subprocess.PIPE,
+                         text=True).stdout
+    return sorted(out.split(), key=str.lower)
+
+
 def venv_distributions() -> list[dict[str, Any]]:
     """The distributions installed in this interpreter's own prefix (the venv), one per name."""
     paths = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
@@ -65,6 +83,7 @@ def venv_distributions() -> list[dict[str, Any]]:
             "license": license_field if len(license_field) <= SHORT_LICENSE and "\n" not in license_field else "",
             "license_text_in_metadata": len(license_field) > SHORT_LICENSE or "\n" in license_field,
             "classifiers": sorted(c for c in meta.get_all("Classifier") or [] if c.startswith("License ::")),
+            "bytes": dist_bytes(dist),
         }
     return [found[key] for key in sorted(found)]
 
@@ -74,11 +93,11 @@ def dpkg_packages() -> list[dict[str, str]]:
                          text=True).stdout
     packages = []
     for line in out.splitlines():
-        name, version, arch, source, source_version, status = [*line.split("\t"), "", "", "", "", ""][:6]
+        name, version, arch, source, source_version, status, kib = [*line.split("\t"), *[""] * 7][:7]
         if not status.startswith("ii"):  # removed but not purged ("rc"): no files in the image
             continue
         packages.append({"name": name, "version": version, "arch": arch, "source": source or name,
-                         "source_version": source_version or version})
+                         "source_version": source_version or version, "bytes": int(kib or 0) * 1024})
     return sorted(packages, key=lambda p: (p["name"], p["arch"]))
 
 
@@ -129,6 +148,7 @@ def main() -> None:
     print(json.dumps({
         "os": os_release(),
         "python": venv_distributions(),
+        "pip_freeze": pip_freeze(),
         "dpkg": dpkg_packages(),
         "libraries": libraries(sys.argv[1:]),
     }, sort_keys=True))

@@ -12,10 +12,13 @@ from typing import Any
 import pytest
 from docker import DockerClient
 
+from testkit.sbom import normalized
 from tests.build.conftest import build_py
 from tf29env import engine
 from tf29env.build import finallayer
+from tf29env.build.variants import CUDA_SONAMES
 from tf29env.errors import EXIT_NO_DATABASE
+from tf29env.facts import inventory
 from tf29env.release import labels
 from tf29env.release.records import SBOM_FILE
 from tf29env.supplychain import licenses, nvidia, sbom
@@ -79,7 +82,7 @@ def test_it_lists_what_the_image_holds(variant: str, built: dict[str, dict[str, 
         status, _ = in_image(docker_client, built[variant]["id"], "test", "-e", "/usr/share/doc/tf29-env/licenses")
         assert status != 0
         return
-    assert sorted(c["name"] for c in libs) == sorted(sbom.NVIDIA_SONAMES)
+    assert sorted(c["name"] for c in libs) == sorted(CUDA_SONAMES)
     # The wheels' own license files, as the stand-in's cached wheels hold them.
     wheel_files = nvidia.for_base(built[variant]["base"], lambda _line: None).files
     assert wheel_files
@@ -100,7 +103,7 @@ def test_the_license_summary_is_beside_it(variant: str, built: dict[str, dict[st
                                                       for name in ("licenses.json", "licenses.md"))
     assert sum(summary["counts"].values()) == summary["python_packages"] == len(pypi_names(stored(output_dir, variant)))
     assert summary == licenses.summary(stored(output_dir, variant))
-    assert len(summary["nvidia"]) == (len(sbom.NVIDIA_SONAMES) if variant == "gpu" else 0)
+    assert len(summary["nvidia"]) == (len(CUDA_SONAMES) if variant == "gpu" else 0)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -109,13 +112,14 @@ def test_made_again_from_the_image_it_differs_only_in_time_and_serial(
     record = built[variant]
     first = stored(output_dir, variant)
     wheels = nvidia.for_base(record["base"], lambda _line: None)
-    again = sbom.make_bom(sbom.probe(docker_client, record["id"]), name=first["metadata"]["component"]["name"],
+    data = inventory(docker_client, record["id"], CUDA_SONAMES)
+    again = sbom.make_bom(data, name=first["metadata"]["component"]["name"],
                           version=record["version"], refs=record["refs"],
                           image_labels=labels.of_image(engine.inspect(docker_client, record["id"])),
                           nvidia_sources=wheels.sources)
     second = json.loads(sbom.to_json(again))
     assert second["serialNumber"] != first["serialNumber"]
-    assert sbom.normalized(second) == sbom.normalized(first)
+    assert normalized(second) == normalized(first)
 
 
 def test_audit_of_the_last_build_without_a_database(built: dict[str, dict[str, Any]], output_dir: Path) -> None:

@@ -42,7 +42,7 @@ def test_labels_are_present_and_true(variant: str, built: dict[str, dict[str, An
                                      docker_client: DockerClient) -> None:
     record = built[variant]
     found = engine.inspect(docker_client, record["id"])["Config"]["Labels"]
-    for name in (*labels.LABEL_ARGS, *labels.FIXED_LABELS):
+    for name in labels.KEYS:
         assert name in found, name
     assert found["org.opencontainers.image.version"] == FULL_TAGS[variant]
     assert found["org.opencontainers.image.revision"] == record["revision"]

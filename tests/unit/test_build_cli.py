@@ -1,12 +1,15 @@
 """build.py's argument errors: one line on stderr, the documented exit code, and no engine asked
 (DOCKER_HOST points at a socket that does not exist, so asking it would give exit 3 instead)."""
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from tf29env.cli import main
 from tf29env.errors import EXIT_ENGINE, EXIT_INPUT
+from tf29env.paths import REPO
 
 CA = "/usr/local/share/ca-certificates"
 
@@ -49,3 +52,11 @@ def test_no_engine(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["build", "--ca-cert", CA]) == EXIT_ENGINE
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no Docker engine answers" in err and "DOCKER_HOST" in err
+
+
+def test_outside_the_venv_one_line_says_make_venv() -> None:
+    """A Python without the tool's dependencies (-S: no site-packages) gets one line, not a traceback."""
+    proc = subprocess.run([sys.executable, "-S", str(REPO / "build.py"), "--help"], capture_output=True, text=True,
+                          check=False, cwd=REPO, timeout=60)
+    assert proc.returncode == EXIT_INPUT and proc.stdout == ""
+    assert len(proc.stderr.splitlines()) == 1 and "`make venv`" in proc.stderr, proc.stderr

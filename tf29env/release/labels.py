@@ -1,7 +1,6 @@
-"""The image's labels: OCI annotations plus the versions its tags are computed from.
-
-They are passed as build args to the Dockerfile's last block ("# Labels last"), whose ARG names are
-LABEL_ARGS' values; `expected` is what `build.py test` compares the built image's labels with.
+"""The image's labels, the one home of their keys: OCI annotations plus the versions its tags are
+computed from. build.py writes them in the generated final layer (tf29env/build/finallayer.py), from
+the built image's own facts; `build.py test` compares an image's labels with them (facts_problems).
 """
 
 from dataclasses import dataclass
@@ -9,35 +8,32 @@ from typing import Any
 
 from tf29env.facts import ImageFacts
 
-# The keys read back from built images (by build.py, bench and the tests).
-VARIANT = "io.tf29-env.variant"  # a key of tf29env.variants.VARIANTS
+TITLE = "org.opencontainers.image.title"
+DESCRIPTION = "org.opencontainers.image.description"
+VERSION = "org.opencontainers.image.version"
+REVISION = "org.opencontainers.image.revision"
+CREATED = "org.opencontainers.image.created"
+SOURCE = "org.opencontainers.image.source"
 BASE = "org.opencontainers.image.base.name"
 BASE_DIGEST = "org.opencontainers.image.base.digest"
-# The CAs the image trusts beyond its distro's, kept on request (--trust-ca-cert): their SHA-256
-# fingerprints, comma-separated; empty when none (--ca-cert's build-only CAs leave no trace).
+VARIANT = "io.tf29-env.variant"  # a key of tf29env.build.variants.VARIANTS
+TF_VERSION = "io.tf29-env.tensorflow.version"
+TF_CUDA = "io.tf29-env.tensorflow.cuda"
+TF_CUDNN = "io.tf29-env.tensorflow.cudnn"
+CUDA_RUNTIME = "io.tf29-env.cuda.runtime"
+CUDNN_RUNTIME = "io.tf29-env.cudnn.runtime"
+PYTHON = "io.tf29-env.python.version"
+OS = "io.tf29-env.os"
+# The kept CAs' SHA-256 fingerprints (--trust-ca-cert), comma-separated; empty when none.
 CA_TRUSTED = "io.tf29-env.ca.trusted"
-# The path in the image of its CycloneDX SBOM (set by the SBOM layer, tf29env/sbomlayer.py, not
-# by the Dockerfile: the SBOM describes the image the Dockerfile made).
+# The path in the image of its CycloneDX SBOM, set beside it in the final layer.
 SBOM = "io.tf29-env.sbom"
 
-# label -> the Dockerfile ARG that sets it (prefixed, so that no base image ENV can shadow them).
-LABEL_ARGS = {
-    "org.opencontainers.image.version": "VERSION",
-    "org.opencontainers.image.revision": "REVISION",
-    "org.opencontainers.image.created": "CREATED",
-    "org.opencontainers.image.source": "SOURCE",
-    BASE: "BASE_IMAGE",
-    BASE_DIGEST: "BASE_DIGEST",
-    "io.tf29-env.tensorflow.version": "LABEL_TF_VERSION",
-    "io.tf29-env.tensorflow.cuda": "LABEL_TF_CUDA",
-    "io.tf29-env.tensorflow.cudnn": "LABEL_TF_CUDNN",
-    "io.tf29-env.cuda.runtime": "LABEL_CUDA_RUNTIME",
-    "io.tf29-env.cudnn.runtime": "LABEL_CUDNN_RUNTIME",
-    "io.tf29-env.python.version": "LABEL_PYTHON",
-    "io.tf29-env.os": "LABEL_OS",
-    CA_TRUSTED: "LABEL_CA_TRUSTED",
-}
-FIXED_LABELS = ("org.opencontainers.image.title", "org.opencontainers.image.description", VARIANT)
+FIXED = {TITLE: "tf29-env", DESCRIPTION: "TensorFlow 2.9 with JupyterLab, SSH and a GPU / FP16 self-check"}
+# The labels the image's probed facts decide (the rest record build inputs: revision, base, CAs).
+FROM_FACTS = (VARIANT, TF_VERSION, TF_CUDA, TF_CUDNN, CUDA_RUNTIME, CUDNN_RUNTIME, PYTHON, OS)
+# Every label build.py sets.
+KEYS = (*FIXED, VERSION, REVISION, CREATED, SOURCE, BASE, BASE_DIGEST, *FROM_FACTS, CA_TRUSTED, SBOM)
 
 
 def of_image(attrs: dict[str, Any]) -> dict[str, str]:
@@ -57,38 +53,40 @@ class BuildMeta:
     trusted_cas: str = ""  # CA_TRUSTED's value: the kept CAs' fingerprints, comma-separated
 
 
-def expected(facts: ImageFacts, meta: BuildMeta, version: str) -> dict[str, str]:
-    """label -> value for an image with these facts, built with this meta, whose full tag is version."""
+def from_facts(facts: ImageFacts) -> dict[str, str]:
+    """The labels an image with these facts must carry."""
     return {
-        "org.opencontainers.image.version": version,
-        "org.opencontainers.image.revision": meta.revision,
-        "org.opencontainers.image.created": meta.created,
-        "org.opencontainers.image.source": meta.source,
+        VARIANT: facts.variant,
+        TF_VERSION: facts.tensorflow,
+        TF_CUDA: facts.tf_cuda if facts.tf_cuda_build else "",
+        TF_CUDNN: facts.tf_cudnn if facts.tf_cuda_build else "",
+        CUDA_RUNTIME: facts.cuda_runtime,
+        CUDNN_RUNTIME: facts.cudnn_runtime,
+        PYTHON: facts.python,
+        OS: f"{facts.os_id} {facts.os_version}",
+    }
+
+
+def expected(facts: ImageFacts, meta: BuildMeta, version: str) -> dict[str, str]:
+    """label -> value for an image with these facts, built with this meta, whose full tag is version
+    (every label but SBOM, which the final layer sets beside the file)."""
+    return {
+        **FIXED,
+        VERSION: version,
+        REVISION: meta.revision,
+        CREATED: meta.created,
+        SOURCE: meta.source,
         BASE: meta.base,
         BASE_DIGEST: meta.base_digest,
-        "io.tf29-env.tensorflow.version": facts.tensorflow,
-        "io.tf29-env.tensorflow.cuda": facts.tf_cuda if facts.tf_cuda_build else "",
-        "io.tf29-env.tensorflow.cudnn": facts.tf_cudnn if facts.tf_cuda_build else "",
-        "io.tf29-env.cuda.runtime": facts.cuda_runtime,
-        "io.tf29-env.cudnn.runtime": facts.cudnn_runtime,
-        "io.tf29-env.python.version": facts.python,
-        "io.tf29-env.os": f"{facts.os_id} {facts.os_version}",
+        **from_facts(facts),
         CA_TRUSTED: meta.trusted_cas,
     }
 
 
-def buildargs(values: dict[str, str]) -> dict[str, str]:
-    return {LABEL_ARGS[label]: value for label, value in values.items()}
-
-
 def facts_problems(facts: ImageFacts, labels: dict[str, str]) -> list[str]:
     """Where the image's labels disagree with what the image holds (or lack a label)."""
-    problems = [f"label {name} is missing" for name in (*LABEL_ARGS, *FIXED_LABELS) if name not in labels]
-    if labels.get(VARIANT) not in (None, facts.variant):
-        problems.append(f"label {VARIANT} is {labels[VARIANT]!r}, the image is {facts.variant}")
-    meta = BuildMeta("", "", "", "", "")
-    for name, value in expected(facts, meta, "").items():
-        # CA_TRUSTED records a build input, like the revision, not a fact the probe reads.
-        if name.startswith("io.tf29-env.") and name != CA_TRUSTED and name in labels and labels[name] != value:
+    problems = [f"label {name} is missing" for name in KEYS if name not in labels]
+    for name, value in from_facts(facts).items():
+        if name in labels and labels[name] != value:
             problems.append(f"label {name} is {labels[name]!r}, the image holds {value!r}")
     return problems

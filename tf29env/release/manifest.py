@@ -9,7 +9,6 @@ from typing import Any
 from docker import DockerClient
 
 from tf29env import engine
-from tf29env.facts import run_in_image
 from tf29env.release import labels
 
 SELFCHECK = ["/usr/local/bin/selfcheck"]
@@ -43,12 +42,11 @@ class Manifest:
         return (tallies or self.selfcheck_output or ["(no output)"])[-1]
 
 
-def collect(client: DockerClient, *, image: str, refs: list[str], facts: dict[str, Any],
-            build_inputs: dict[str, str]) -> tuple[Manifest, dict[str, Any]]:
-    """The manifest of a built image and its raw inventory (package sizes, for the size gate)."""
+def collect(client: DockerClient, *, image: str, refs: list[str], facts: dict[str, Any], inventory: dict[str, Any],
+            build_inputs: dict[str, str]) -> Manifest:
+    """The manifest of a built image, from its facts and inventory (tf29env.facts) and a self-check run."""
     attrs = engine.inspect(client, image)
     config_labels = labels.of_image(attrs)
-    inventory = run_in_image(client, image, "inventory")
     status, output = engine.run_command(client, image, SELFCHECK)
     manifest = Manifest(
         image=image, image_id=str(attrs["Id"]), variant=config_labels.get(labels.VARIANT, ""),
@@ -61,7 +59,7 @@ def collect(client: DockerClient, *, image: str, refs: list[str], facts: dict[st
         selfcheck_exit=status, selfcheck_output=output.strip().splitlines()[-SELFCHECK_LINES:],
         trusted_ca_certs=[fp for fp in config_labels.get(labels.CA_TRUSTED, "").split(",") if fp],
     )
-    return manifest, inventory
+    return manifest
 
 
 def to_json(manifest: Manifest) -> str:

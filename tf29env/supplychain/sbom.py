@@ -5,10 +5,9 @@ Components: the image itself (the root, with its tags and OCI labels: revision, 
 digest), every Python distribution in the venv (pkg:pypi), every dpkg package (pkg:deb, with the
 distro), and the NVIDIA CUDA / cuDNN libraries TensorFlow loads (pkg:generic/nvidia, with their
 SHA-256). Bom-refs are the purls, never random, so that two SBOMs of the same image differ only in
-their timestamp and serial number (tests/unit/test_sbom.py, tests/build/test_sbom.py).
+their timestamp and serial number (testkit/sbom.py's normalized).
 """
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -23,19 +22,11 @@ from cyclonedx.model.license import DisjunctiveLicense, License, LicenseAcknowle
 from cyclonedx.output.json import JsonV1Dot6
 from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
-from docker import DockerClient
 from packageurl import PackageURL
 
-from tf29env import engine
-from tf29env.build.standin import CUDA_WHEELS
 from tf29env.errors import EXIT_BUILD, UserError
-from tf29env.paths import PROBES
-from tf29env.release import tags
 
-PROBE_SCRIPT = PROBES / "inventory.py"
 SCHEMA = SchemaVersion.V1_6
-# The libraries TensorFlow 2.9 dlopens, the same on the official CUDA base and the stand-in.
-NVIDIA_SONAMES = tuple(soname for sonames in CUDA_WHEELS.values() for soname in sonames)
 NVIDIA = OrganizationalEntity(name="NVIDIA Corporation")
 # Property names this project adds (CycloneDX asks for a namespace prefix).
 PROP_TAG = "tf29-env:tag"
@@ -69,16 +60,6 @@ class NvidiaSource:
     version: str
     license_name: str  # the wheel's License metadata, e.g. "NVIDIA Proprietary Software"
     license_path: str  # the license file's path in the image ("" when the wheel has none)
-
-
-def probe(client: DockerClient, image: str) -> dict[str, Any]:
-    """What inventory.py reports about image (a throwaway container, no network)."""
-    output = engine.run_python(client, image, PROBE_SCRIPT.read_text(), list(NVIDIA_SONAMES))
-    lines = [line for line in output.splitlines() if line.startswith("{")]
-    if not lines:
-        raise UserError(f"{image}: the SBOM probe printed no JSON: {output.strip()[-300:]}", EXIT_BUILD)
-    data: dict[str, Any] = json.loads(lines[-1])
-    return data
 
 
 def pypi_name(name: str) -> str:
@@ -194,21 +175,3 @@ def validate(text: str, where: str = "the SBOM") -> None:
     if error is not None:
         raise UserError(f"{where} fails CycloneDX {SCHEMA.to_version()} schema validation: "
                         f"{str(error).splitlines()[0][:300]}", EXIT_BUILD)
-
-
-def normalized(document: dict[str, Any]) -> dict[str, Any]:
-    """document without what differs between two SBOMs of the same image: the serial number, the
-    timestamp, and the image's creation time with the date tag made from it."""
-    copy: dict[str, Any] = json.loads(json.dumps(document))
-    copy.pop("serialNumber", None)
-    metadata = copy.get("metadata", {})
-    metadata.pop("timestamp", None)
-    root = metadata.get("component", {})
-    root["properties"] = [p for p in root.get("properties", [])
-                          if p["name"] != tags.CREATED_LABEL
-                          and not (p["name"] == PROP_TAG and is_date_tag(p["value"]))]
-    return copy
-
-
-def is_date_tag(ref: str) -> bool:
-    return tags.DATE_RE.fullmatch(ref.rsplit(":", 1)[-1]) is not None
