@@ -9,7 +9,6 @@ requires it, directly or not, and a gap group is named after the installed packa
 else requires (a "leaf": what someone chose to install) whose requirements pulled it in."""
 
 import json
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 from docker import DockerClient
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 
 from bench import floor_probe
 from bench.errors import BenchError
@@ -32,11 +32,6 @@ REST = ("the rest (files outside packages: apt's lists and .debs; bytes later la
         "dpkg's size estimates)")
 OUR_PYTHON = "/opt/venv/bin/python"  # the venv that holds every pip package (the Dockerfile's VIRTUAL_ENV)
 KIB = 1024
-
-
-def canonical(name: str) -> str:
-    """PEP 503's normalized name: `Jupyter_Server` and `jupyter-server` are one package."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def marker_environment(python_version: str, python_full_version: str) -> dict[str, str]:
@@ -57,8 +52,8 @@ def pip_graph(dists: Iterable[Mapping[str, Any]], environment: dict[str, str]) -
             except InvalidRequirement:
                 continue
             if requirement.marker is None or requirement.marker.evaluate(environment):
-                needs.append(canonical(requirement.name))
-        graph[canonical(dist["name"])] = needs
+                needs.append(str(canonicalize_name(requirement.name)))
+        graph[str(canonicalize_name(dist["name"]))] = needs
     return graph
 
 
@@ -116,7 +111,7 @@ def analyse(probe: Mapping[str, Any], base_dpkg: Mapping[str, Mapping[str, Any]]
     dists = list(probe["dists"])
     environment = marker_environment(probe["python_version"], probe["python_full_version"])
     graph = pip_graph(dists, environment)
-    by_name = {canonical(dist["name"]): dist for dist in dists}
+    by_name = {str(canonicalize_name(dist["name"])): dist for dist in dists}
     roots = [tf_root(by_name), *PIP_ROOTS[1:]]
     floor_pip = closure(graph, roots, set(by_name))
     dpkg: Mapping[str, Mapping[str, Any]] = probe["dpkg"]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from docker import DockerClient
+from packaging.utils import canonicalize_name
 
 from bench import layers, sizes, stats
 from bench.builds import drop_replaced, previous_id
@@ -97,7 +98,7 @@ def parse_pip_list(output: str) -> dict[str, str]:
     for line in output.splitlines():
         if line.startswith("["):
             packages = json.loads(line)
-            return {str(p["name"]).lower().replace("_", "-"): str(p["version"]) for p in packages}
+            return {canonicalize_name(str(p["name"])): str(p["version"]) for p in packages}
     raise BenchError(f"pip list printed no JSON: {output.strip()[-200:]}")
 
 

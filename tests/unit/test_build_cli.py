@@ -1,12 +1,14 @@
 """build.py's argument errors: one line on stderr, the documented exit code, and no engine asked
 (DOCKER_HOST points at a socket that does not exist, so asking it would give exit 3 instead)."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tf29env import errors
 from tf29env.cli import main
 from tf29env.errors import EXIT_ENGINE, EXIT_INPUT
 from tf29env.paths import REPO
@@ -60,3 +62,11 @@ def test_outside_the_venv_one_line_says_make_venv() -> None:
                           check=False, cwd=REPO, timeout=60)
     assert proc.returncode == EXIT_INPUT and proc.stdout == ""
     assert len(proc.stderr.splitlines()) == 1 and "`make venv`" in proc.stderr, proc.stderr
+
+
+def test_docs_list_every_exit_code_of_errors_py() -> None:
+    """docs/build.md's exit-code table explains exactly the codes tf29env/errors.py defines (and 0)."""
+    section = (REPO / "docs" / "build.md").read_text().split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    documented = {int(code) for code in re.findall(r"^\| (\d+) \|", section, re.MULTILINE)}
+    defined = {value for name, value in vars(errors).items() if name.startswith("EXIT_")}
+    assert documented == {0, *defined}

@@ -14,13 +14,13 @@ from cyclonedx.contrib.this.builders import this_component
 from testkit.sbom import normalized
 from tf29env.errors import EXIT_BUILD, UserError
 from tf29env.facts import INVENTORY_PROBE
-from tf29env.release import tags
+from tf29env.release import labels
 from tf29env.supplychain import licenses, sbom
 
 LIBC = "libc.so.6"
 REFS = ["tf29-env:2.9.3-cpu-py3.9-debian11", "tf29-env:latest-cpu", "tf29-env:cpu-2026-12-03"]
 LABELS = {"org.opencontainers.image.revision": "0123456789abcdef0123456789abcdef01234567",
-          tags.CREATED_LABEL: "2026-12-03T10:00:00Z", "org.opencontainers.image.base.name": "debian:11",
+          labels.CREATED: "2026-12-03T10:00:00Z", "org.opencontainers.image.base.name": "debian:11",
           "org.opencontainers.image.base.digest": "sha256:" + "ab" * 32, "io.tf29-env.variant": "cpu"}
 
 

@@ -23,6 +23,7 @@ from cyclonedx.output.json import JsonV1Dot6
 from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 from packageurl import PackageURL
+from packaging.utils import canonicalize_name
 
 from tf29env.errors import EXIT_BUILD, UserError
 
@@ -62,11 +63,6 @@ class NvidiaSource:
     license_path: str  # the license file's path in the image ("" when the wheel has none)
 
 
-def pypi_name(name: str) -> str:
-    """The purl spelling of a PyPI name: lowercase, '_' as '-'."""
-    return name.lower().replace("_", "-").replace(".", "-")
-
-
 def python_licenses(dist: dict[str, Any]) -> list[License]:
     """The declared licenses of one distribution: its SPDX expression, else its License field when
     that is an SPDX id or expression, else its classifiers, else the field as a name; [] if none."""
@@ -95,7 +91,7 @@ def python_licenses(dist: dict[str, Any]) -> list[License]:
 
 
 def python_component(dist: dict[str, Any]) -> Component:
-    purl = PackageURL(type="pypi", name=pypi_name(dist["name"]), version=dist["version"])
+    purl = PackageURL(type="pypi", name=canonicalize_name(dist["name"]), version=dist["version"])
     return Component(type=ComponentType.LIBRARY, name=dist["name"], version=dist["version"], purl=purl,
                      bom_ref=purl.to_string(), licenses=python_licenses(dist))
 
