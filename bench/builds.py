@@ -10,7 +10,7 @@ from docker import DockerClient
 
 from bench import contexts
 from tf29env import engine
-from tf29env.build import context, dockerbuild
+from tf29env.build import cacerts, dockerbuild
 from tf29env.build.network import NetworkInputs
 from tf29env.build.pipeline import BuildRequest, BuildResult, build
 from tf29env.build.variants import Variant
@@ -19,7 +19,7 @@ from tf29env.log import Log
 
 def ca_args(ca_certs: list[Path]) -> dict[str, str]:
     """The build args that hand --ca-cert's CAs to the RUN steps for the build only, as build.py does."""
-    return context.ca_buildargs(context.load_certs(context.ca_files(ca_certs), "--ca-cert"), [])
+    return cacerts.ca_buildargs(cacerts.load_certs(cacerts.ca_files(ca_certs), "--ca-cert"), [])
 
 
 def buildargs(base: str, variant: Variant, cas: dict[str, str]) -> dict[str, str]:

@@ -17,7 +17,8 @@ from docker import DockerClient
 
 from tests.conftest import BUILD_LOG, host_ca_certs
 from tf29env.build import standin
-from tf29env.build.context import CA_BUILD_ARG, CONTEXT_PATHS
+from tf29env.build.cacerts import CA_BUILD_ARG
+from tf29env.build.context import CONTEXT_PATHS
 from tf29env.build.variants import VARIANTS
 from tf29env.paths import REPO
 

@@ -15,7 +15,7 @@ import docker.errors
 from docker import DockerClient
 
 from tf29env import engine
-from tf29env.build import context, devcontainer, dockerbuild, finallayer, standin
+from tf29env.build import cacerts, context, devcontainer, dockerbuild, finallayer, standin
 from tf29env.build.network import NetworkInputs
 from tf29env.build.variants import REPOSITORY, STANDIN_CUDA, STANDIN_OS, Variant
 from tf29env.errors import EXIT_BUILD, UserError
@@ -51,11 +51,11 @@ class BuildRequest:
             tags.split_reference(self.tag)
         for ref in self.cache_from:
             tags.split_reference(ref, "--cache-from")
-        context.check_ca_dir()
-        build_only = context.load_certs(context.ca_files(self.ca_certs), "--ca-cert")
-        self.trusted_files = context.ca_files(self.trust_ca_certs, "--trust-ca-cert")
-        trusted = context.load_certs(self.trusted_files, "--trust-ca-cert")
-        self.ca_args = context.ca_buildargs(build_only, trusted)
+        cacerts.check_ca_dir()
+        build_only = cacerts.load_certs(cacerts.ca_files(self.ca_certs), "--ca-cert")
+        self.trusted_files = cacerts.ca_files(self.trust_ca_certs, "--trust-ca-cert")
+        trusted = cacerts.load_certs(self.trusted_files, "--trust-ca-cert")
+        self.ca_args = cacerts.ca_buildargs(build_only, trusted)
         self.trusted_cas = ",".join(cert.fingerprint for cert in trusted)
 
 
