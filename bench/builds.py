@@ -1,4 +1,4 @@
-"""Build timings: a cold build through build.py's own code (tf29env.build_image.build, no cache),
+"""Build timings: a cold build through build.py's own code (tf29env.build.pipeline.build, no cache),
 then warm single-pass rebuilds of changed copies of its context (bench.contexts)."""
 
 import io
@@ -23,16 +23,15 @@ def ca_args(ca_certs: list[Path]) -> dict[str, str]:
 
 
 def buildargs(base: str, variant: Variant, cas: dict[str, str]) -> dict[str, str]:
-    """The build args of build.py's first pass, less the label-only ones (REVISION, CREATED), which
-    the Dockerfile declares after its last RUN: the cache keys are the same."""
+    """The build args build.py passes to the Dockerfile: the cache keys are the same."""
     return {"BASE_IMAGE": base, "VARIANT": variant.name, **NetworkInputs().buildargs(), **cas}
 
 
 @dataclass(frozen=True)
 class ColdBuild:
     result: BuildResult
-    docker_build_s: float  # the first pass: every layer built, nothing from the cache
-    tool_s: float  # all of build(): first pass, the facts probe, the cached labelling pass
+    docker_build_s: float  # the Dockerfile: every layer built, nothing from the cache
+    tool_s: float  # all of build(): the Dockerfile, the probes, the final layer (labels, SBOM)
 
 
 def previous_id(client: DockerClient, tag: str) -> str:

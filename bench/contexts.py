@@ -1,4 +1,4 @@
-"""Build contexts for the warm-rebuild cases: the context build.py sends (tf29env.context.write),
+"""Build contexts for the warm-rebuild cases: the context build.py sends (tf29env.build.context.write),
 with one file changed in the copy only. The working tree is never touched, since others edit it."""
 
 import io

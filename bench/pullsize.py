@@ -9,11 +9,11 @@ is assumed: the engine's own push compresses, exactly as a real push does.
 The update size answers "I changed a script: what does a node that has the image download?". The
 image is rebuilt after a comment was appended to image/entrypoint.sh (bench.contexts), with the
 image itself as the cache source, pushed to the same registry, and the blobs the old manifest lacks
-are counted. The image's layers come from build.py's first pass (its labelling pass adds no layer),
-so the rebuild shares every layer before `COPY image/`; the measure checks that, twice (the build's
-own output, then the registry's layers), since a cache miss would report most of an image as the
-"update". build.py adds an SBOM layer of its own on top (about 0.1 MB compressed), which this
-single-pass rebuild lacks: a real update through build.py downloads a new one of those too."""
+are counted. The image's layers come from build.py's Dockerfile build, so the rebuild shares every
+layer before `COPY image/`; the measure checks that, twice (the build's own output, then the
+registry's layers), since a cache miss would report most of an image as the "update". build.py
+adds a final layer of its own on top (labels and SBOM, about 0.1 MB compressed), which this rebuild
+lacks: a real update through build.py downloads a new one of those too."""
 
 import io
 import re

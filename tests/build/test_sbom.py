@@ -59,10 +59,11 @@ def test_the_sbom_is_beside_the_manifest_and_in_the_image(variant: str, built: d
     shown = {p["name"]: p["value"] for p in properties if p["name"] != sbom.PROP_TAG}
     assert shown[labels.BASE] == record["base"] and shown[labels.BASE_DIGEST] == record["base_digest"]
     assert shown["org.opencontainers.image.revision"] == record["revision"]
-    # The SBOM layer is a COPY and a LABEL on the labelled image: no RUN, nothing else changed.
+    # The final layer is a COPY and a LABEL (every label) on the Dockerfile's image: no RUN, nothing else.
     history = docker_client.api.history(record["id"])
-    assert "LABEL io.tf29-env.sbom" in history[0]["CreatedBy"] and "COPY" in history[1]["CreatedBy"]
-    assert "LABEL" in history[2]["CreatedBy"]
+    assert "LABEL " in history[0]["CreatedBy"] and "COPY" in history[1]["CreatedBy"]
+    assert all(f"{key}=" in history[0]["CreatedBy"] for key in labels.KEYS), history[0]["CreatedBy"]
+    assert "LABEL devcontainer.metadata" in history[2]["CreatedBy"]
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

@@ -55,3 +55,13 @@ def test_facts_problems() -> None:
     assert "label org.opencontainers.image.created is missing" in problems
     assert any("python.version is '3.8.10'" in p for p in problems)
     assert labels.facts_problems(CPU_STANDIN, good)  # a cpu image with gpu labels
+
+
+def test_docs_describe_every_label() -> None:
+    """docs/build.md's label table names exactly labels.py's keys (a row may name two: `a`, `.b`)."""
+    section = (REPO / "docs" / "build.md").read_text().split("## Labels", 1)[1].split("\n## ", 1)[0]
+    documented: set[str] = set()
+    for row in re.findall(r"^\| (`[^|]+) \|", section, re.MULTILINE):
+        names = re.findall(r"`([^`]+)`", row)
+        documented.update(name if not name.startswith(".") else names[0].rsplit(".", 1)[0] + name for name in names)
+    assert documented == set(labels.KEYS)
