@@ -83,30 +83,14 @@ RUN useradd --create-home --shell /bin/bash --uid "${NB_UID}" --gid "${NB_GID}" 
  && install -d -m 2775 -o "${NB_UID}" -g "${NB_GID}" "/home/${NB_USER}/work" "/home/${NB_USER}/.nv" \
  && chmod 2775 "/home/${NB_USER}"
 
-# Python packages; the packages' own test suites (about 40 MiB, bench/README.md) and the venv's copy
-# of Debian's bootstrap wheels (old certifi, pip: unused, flagged by scanners) go, and so does
-# tensorflow/include/external (57 MiB of the layer, about half of it LLVM/MLIR): TensorFlow's
-# compile flags put only the include folder on the path and no header outside external/ names a path
-# into it, so custom ops never reach it (tests/image/test_custom_op.py builds one against the
-# image). share/jupyterhub (39 MiB) is the hub's own web pages and their libraries: a hub serves
-# them from its own install (hub/.venv, Zero to JupyterHub's hub image), the single-user server
-# never does, and this image cannot be a whole hub (it has no configurable-http-proxy); the hub-mode
-# tests still run the package's API from here. debugpy's Windows and macOS attach helpers (15 MiB of
-# .exe, .dll, .dylib and .pdb) are never loaded on Linux, which uses its attach_linux .so
-# (tests/image/test_size_cuts.py debugs a cell). JupyterLab's wheel ships its built app twice (15
-# MiB): jupyterlab/static, which only `--core-mode` serves, becomes a link to the copy the server
-# serves, after the build checks they are the same; widgetsnbextension/static (4 MiB) is the source
-# of a manual `jupyter nbextension install` for the classic Notebook, which is not in the image (its
-# installed copy in share/jupyter/nbextensions stays). The shared objects lose their static symbol
-# tables (`strip --strip-unneeded`: about 215 MiB, 115 of them in TensorFlow's
-# _pywrap_tensorflow_internal.so): the dynamic symbols that imports and custom ops link against
-# stay, only a native crash's stack trace loses the names of internal functions (reinstall the wheel
-# to debug one). binutils comes and goes in this step, and auditwheel's *.libs folders are left
-# alone (patchelf-edited files). The .pyc files stay: without them `import tensorflow` takes three
-# times as long. PIP_CERT / REQUESTS_CA_BUNDLE point pip and requests at the system store (the
-# distro's CAs, plus those kept with TRUST_CA_CERTS) instead of certifi's copy, for users; the pip
-# step below points both at its own bundle while it adds the build-only CAs (both: pip's requests
-# takes REQUESTS_CA_BUNDLE over PIP_CERT).
+# Python packages. The step also cuts what no user of the image loads (each cut, its size and the
+# test that what users do still works: bench/README.md#cutting-our-layers): the packages' tests,
+# Debian's bootstrap wheels (unused; scanners flag their old certifi), TensorFlow's include/external,
+# share/jupyterhub, debugpy's Windows and macOS helpers, JupyterLab's second app copy,
+# widgetsnbextension/static and the shared objects' static symbol tables (binutils comes and goes;
+# auditwheel's patchelf-edited *.libs stay). The .pyc files stay: `import tensorflow` is three times
+# slower without them. PIP_CERT and REQUESTS_CA_BUNDLE (pip's requests takes the latter first) point
+# at the system store, which holds the kept CAs.
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:${PATH} \
     PIP_CERT=/etc/ssl/certs/ca-certificates.crt \
