@@ -10,6 +10,7 @@ from docker import DockerClient
 
 from tf29env import engine
 from tf29env.release import labels
+from tf29env.release.records import MANIFEST_FILES
 
 SELFCHECK = ["/usr/local/bin/selfcheck"]
 SELFCHECK_LINES = 40
@@ -105,7 +106,7 @@ def to_markdown(manifest: Manifest) -> str:
 
 
 def write(directory: Path, manifest: Manifest) -> list[Path]:
-    paths = [directory / "manifest.json", directory / "manifest.md"]
+    paths = [directory / name for name in MANIFEST_FILES]
     paths[0].write_text(to_json(manifest))
     paths[1].write_text(to_markdown(manifest))
     return paths
