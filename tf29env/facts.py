@@ -50,9 +50,10 @@ class ImageFacts:
         return cls(**{name: data[name] for name in cls.__dataclass_fields__})
 
 
-def run_probe(client: DockerClient, image: str, script: Path, args: Sequence[str] = ()) -> dict[str, Any]:
+def run_probe(client: DockerClient, image: str, script: Path, args: Sequence[str] = (),
+              python: str = engine.IMAGE_PYTHON) -> dict[str, Any]:
     """Run one of image/probes/ in a throwaway container of image (no network) and parse its JSON line."""
-    output = engine.run_python(client, image, script.read_text(), list(args))
+    output = engine.run_python(client, image, script.read_text(), list(args), python=python)
     lines = [line for line in output.splitlines() if line.startswith("{")]
     if not lines:
         raise UserError(f"{image}: {script.name} printed no JSON: {output.strip()[-300:]}", EXIT_BUILD)
@@ -64,7 +65,14 @@ def probe(client: DockerClient, image: str) -> ImageFacts:
     return ImageFacts.from_dict(run_probe(client, image, FACTS_PROBE))
 
 
-def inventory(client: DockerClient, image: str, sonames: Sequence[str] = ()) -> dict[str, Any]:
-    """What image holds: Python distributions (licenses, bytes), pip freeze, dpkg packages (bytes), the
-    OS release, and the libraries named by sonames, hashed (image/probes/inventory.py)."""
-    return run_probe(client, image, INVENTORY_PROBE, sonames)
+def inventory(client: DockerClient, image: str, sonames: Sequence[str] = (),
+              python: str = engine.IMAGE_PYTHON) -> dict[str, Any]:
+    """What image holds, as its python sees it: Python distributions (licenses, requirements, bytes),
+    pip freeze, dpkg packages (bytes, dependencies), the OS release, and the libraries named by
+    sonames, hashed (image/probes/inventory.py)."""
+    return run_probe(client, image, INVENTORY_PROBE, sonames, python)
+
+
+def dist_bytes(dist: dict[str, Any]) -> int:
+    """All the bytes of one distribution in an inventory: code and data, bytecode, C++ headers."""
+    return int(dist["bytes"]) + int(dist["pyc_bytes"]) + int(dist["header_bytes"])

@@ -11,6 +11,7 @@ from typing import Any
 from docker import DockerClient
 
 from tf29env.errors import EXIT_BUILD, UserError
+from tf29env.facts import dist_bytes
 from tf29env.log import Log
 from tf29env.release.manifest import human_size
 
@@ -97,9 +98,10 @@ def largest_layers(client: DockerClient, image: str) -> list[str]:
 
 
 def largest_packages(inventory: dict[str, Any]) -> list[str]:
-    packages = [("pip", p) for p in inventory.get("python", [])] + [("deb", p) for p in inventory.get("dpkg", [])]
-    packages.sort(key=lambda kp: int(kp[1]["bytes"]), reverse=True)
-    return [f"{human_size(int(p['bytes'])):>10}  {kind} {p['name']} {p['version']}" for kind, p in packages[:SHOWN]]
+    packages = [("pip", p, dist_bytes(p)) for p in inventory["python"]]
+    packages += [("deb", p, int(p["bytes"])) for p in inventory["dpkg"]]
+    packages.sort(key=lambda kpb: kpb[2], reverse=True)
+    return [f"{human_size(size):>10}  {kind} {p['name']} {p['version']}" for kind, p, size in packages[:SHOWN]]
 
 
 def failure(verdict: Verdict, layers: list[str], packages: list[str]) -> UserError:
