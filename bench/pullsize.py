@@ -179,7 +179,7 @@ def build_update(client: DockerClient, tag: str, image: str, base: str, variant:
     """Rebuild `image` with the classic builder as `tag` after one script-only change; the
     build's output lines.
 
-    `image` itself is the cache source (as build.py's labelling pass does): the engine's own cache
+    `image` itself is the cache source (as CI passes --cache-from): the engine's own cache
     takes the newest image that matches a step, which can be another build of the same steps with
     other bytes in its pip layer, and the update would then be measured against the wrong layers.
     With cache_from only `image`'s own layers match."""

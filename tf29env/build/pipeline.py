@@ -39,7 +39,7 @@ class BuildRequest:
     repository: str = REPOSITORY  # where the default reference goes
     trust_ca_certs: list[Path] = field(default_factory=list)  # CAs the image keeps trusting (--trust-ca-cert)
     trusted_files: list[Path] = field(init=False)  # the certificate files trust_ca_certs names
-    ca_args: dict[str, str] = field(init=False)  # the CAs' build args (tf29env.context.ca_buildargs)
+    ca_args: dict[str, str] = field(init=False)  # the CAs' build args (tf29env.build.cacerts.ca_buildargs)
     trusted_cas: str = field(init=False)  # the kept CAs' fingerprints, for the label
 
     def __post_init__(self) -> None:
