@@ -23,9 +23,10 @@ ARG NB_GID=100
 # build arg, the one way into a RUN step that both builders keep out of every layer, the history and
 # the cache key: a COPY would stay in its layer even when a later step deletes the file, a declared
 # ARG would be written into `docker history`, and the classic builder has no secret mounts
-# (docs/build.md#ca-certificates). Each RUN that downloads writes them, after the distro's CAs, into
-# a bundle in /tmp, points apt or pip at it and deletes it before it ends. The value counts only when
-# it holds a PEM certificate, so a real ftp proxy setting is ignored; nothing here uses FTP.
+# (docs/build.md#ca-certificates). Each RUN that downloads sources build-ca.sh, which puts them in a
+# bundle in /tmp for apt and pip, and ends with build_ca_done, which deletes it. The value counts only
+# when it holds a PEM certificate, so a real ftp proxy setting is ignored; nothing here uses FTP.
+COPY build-ca.sh /usr/local/lib/tf29-env-build/build-ca.sh
 
 # An optional apt mirror for locked-down networks (build.py --apt-mirror); empty keeps the base's.
 ARG APT_MIRROR=
@@ -44,13 +45,8 @@ ARG APT_MIRROR=
 # and old nvidia/cuda tags carry its pre-2022 signing key, which makes `apt-get update` fail.
 # DL3008: no apt version pins, because one Dockerfile serves Ubuntu 20.04 and Debian 11, whose
 # versions differ; each distro's security updates are what we want. The Python stack is pinned.
-# hadolint ignore=DL3008
-RUN if [[ "${FTP_PROXY:-}" == *"-----BEGIN CERTIFICATE-----"* ]]; then \
-      { cat /etc/ssl/certs/ca-certificates.crt 2>/dev/null || true; printf '%s\n' "${FTP_PROXY}"; } \
-        > /tmp/build-ca.pem \
-      && echo 'Acquire::https::CaInfo "/tmp/build-ca.pem";' > /etc/apt/apt.conf.d/00tf29-env-build-ca; \
-    fi \
- && unset FTP_PROXY ftp_proxy \
+# hadolint ignore=DL3008,SC1091
+RUN . /usr/local/lib/tf29-env-build/build-ca.sh \
  && printf '%s\n' 'path-exclude=/usr/share/doc/*' 'path-include=/usr/share/doc/*/copyright' \
       'path-exclude=/usr/share/man/*' 'path-exclude=/usr/share/info/*' \
       'path-exclude=/usr/share/locale/*/LC_MESSAGES/*.mo' > /etc/dpkg/dpkg.cfg.d/tf29-env-nodoc \
@@ -69,7 +65,7 @@ RUN if [[ "${FTP_PROXY:-}" == *"-----BEGIN CERTIFICATE-----"* ]]; then \
       python3 \
       python3-venv \
       tini \
- && rm -f /tmp/build-ca.pem /etc/apt/apt.conf.d/00tf29-env-build-ca \
+ && build_ca_done \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/debconf/*-old /var/log/apt /var/log/dpkg.log \
  && rm -f /etc/ssh/ssh_host_*
@@ -107,21 +103,14 @@ ARG VARIANT=gpu
 ARG PIP_INDEX_URL=
 ARG PIP_EXTRA_INDEX_URL=
 COPY requirements.txt /opt/tf29-env/requirements.txt
-# hadolint ignore=DL3008
+# hadolint ignore=DL3008,SC1091
 RUN case "${VARIANT}" in \
       gpu) cp /opt/tf29-env/requirements.txt /opt/tf29-env/requirements.lock ;; \
       cpu) sed -E 's/^tensorflow==/tensorflow-cpu==/' /opt/tf29-env/requirements.txt \
              > /opt/tf29-env/requirements.lock ;; \
       *) echo "VARIANT must be gpu or cpu, not '${VARIANT}'" >&2; exit 1 ;; \
     esac \
- && if [[ "${FTP_PROXY:-}" == *"-----BEGIN CERTIFICATE-----"* ]]; then \
-      { cat "${PIP_CERT}"; printf '%s\n' "${FTP_PROXY}"; } > /tmp/build-ca.pem \
-      && export PIP_CERT=/tmp/build-ca.pem REQUESTS_CA_BUNDLE=/tmp/build-ca.pem \
-      && echo 'Acquire::https::CaInfo "/tmp/build-ca.pem";' > /etc/apt/apt.conf.d/00tf29-env-build-ca; \
-    fi \
- && unset FTP_PROXY ftp_proxy \
- && if [ -z "${PIP_INDEX_URL}" ]; then unset PIP_INDEX_URL; fi \
- && if [ -z "${PIP_EXTRA_INDEX_URL}" ]; then unset PIP_EXTRA_INDEX_URL; fi \
+ && . /usr/local/lib/tf29-env-build/build-ca.sh \
  && apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends binutils \
  && python3 -m venv "${VIRTUAL_ENV}" \
@@ -141,7 +130,7 @@ RUN case "${VARIANT}" in \
  && find "${VIRTUAL_ENV}/lib" -type f \( -name '*.so' -o -name '*.so.[0-9]*' \) ! -path '*.libs/*' \
       -exec strip --strip-unneeded {} + \
  && DEBIAN_FRONTEND=noninteractive apt-get purge -y --auto-remove binutils \
- && rm -f /etc/apt/apt.conf.d/00tf29-env-build-ca \
+ && build_ca_done \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/debconf/*-old /var/log/apt /var/log/dpkg.log \
  && pip check \
@@ -157,16 +146,11 @@ RUN case "${VARIANT}" in \
 # mirror, if any, is in sources.list already):
 #   libnss-wrapper   a passwd entry for an arbitrary uid (--user 12345) without writing /etc (20-user)
 #   sudo             GRANT_SUDO=yes (22-sudo); without it, nobody is granted anything
-# hadolint ignore=DL3008
-RUN if [[ "${FTP_PROXY:-}" == *"-----BEGIN CERTIFICATE-----"* ]]; then \
-      { cat /etc/ssl/certs/ca-certificates.crt 2>/dev/null || true; printf '%s\n' "${FTP_PROXY}"; } \
-        > /tmp/build-ca.pem \
-      && echo 'Acquire::https::CaInfo "/tmp/build-ca.pem";' > /etc/apt/apt.conf.d/00tf29-env-build-ca; \
-    fi \
- && unset FTP_PROXY ftp_proxy \
+# hadolint ignore=DL3008,SC1091
+RUN . /usr/local/lib/tf29-env-build/build-ca.sh \
  && apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libnss-wrapper sudo \
- && rm -f /tmp/build-ca.pem /etc/apt/apt.conf.d/00tf29-env-build-ca \
+ && build_ca_done \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/debconf/*-old /var/log/apt /var/log/dpkg.log
 # gpu only: what XLA and the profiler need on a GPU and CUDA's runtime bases leave out: ptxas and
@@ -177,14 +161,10 @@ RUN if [[ "${FTP_PROXY:-}" == *"-----BEGIN CERTIFICATE-----"* ]]; then \
 # own after the Python stack keeps that layer cached; the CAs and indexes as there. libnvvm.so (27 MiB)
 # goes: TF 2.9's XLA makes PTX with LLVM and assembles it with ptxas; nothing in it loads NVVM. The self-check's
 # lib.libdevice, lib.ptxas and lib.cupti check the result.
+# SC1091: build-ca.sh is COPYed above (hadolint cannot follow it).
+# hadolint ignore=SC1091
 RUN if [ "${VARIANT}" = gpu ]; then \
-      if [[ "${FTP_PROXY:-}" == *"-----BEGIN CERTIFICATE-----"* ]]; then \
-        { cat "${PIP_CERT}"; printf '%s\n' "${FTP_PROXY}"; } > /tmp/build-ca.pem \
-        && export PIP_CERT=/tmp/build-ca.pem REQUESTS_CA_BUNDLE=/tmp/build-ca.pem; \
-      fi \
-      && unset FTP_PROXY ftp_proxy \
-      && if [ -z "${PIP_INDEX_URL}" ]; then unset PIP_INDEX_URL; fi \
-      && if [ -z "${PIP_EXTRA_INDEX_URL}" ]; then unset PIP_EXTRA_INDEX_URL; fi \
+      . /usr/local/lib/tf29-env-build/build-ca.sh \
       && pip install --no-cache-dir --only-binary=:all: --no-deps \
            nvidia-cuda-nvcc-cu11==11.8.89 nvidia-cuda-cupti-cu11==11.8.87 \
       && site="$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
@@ -198,6 +178,7 @@ RUN if [ "${VARIANT}" = gpu ]; then \
       && python -c 'import ctypes; ctypes.CDLL("libcupti.so.11.2")' \
       && pip check \
       && chgrp -R "${NB_GID}" "${site}/nvidia" && chmod -R g+w "${site}/nvidia" \
+      && build_ca_done \
       && rm -rf /root/.cache /tmp/*; \
     fi
 
@@ -236,7 +217,9 @@ EXPOSE 8888 22
 # seconds, not the stack; the steps above got them through FTP_PROXY (build.py passes both).
 COPY ca-certs/ /usr/local/share/ca-certificates/tf29-env/
 ARG TRUST_CA_CERTS=
-RUN dir=/usr/local/share/ca-certificates/tf29-env \
+# The downloads are done: build-ca.sh goes too.
+RUN rm -rf /usr/local/lib/tf29-env-build \
+ && dir=/usr/local/share/ca-certificates/tf29-env \
  && find "${dir}" -type f ! -name '*.crt' -delete \
  && if [ -z "$(find "${dir}" -type f)" ]; then \
       rm -rf "${dir}"; \

@@ -165,13 +165,21 @@ def test_the_dockerfile_reads_the_ca_build_args_without_declaring_them() -> None
     dockerfile = (REPO / "Dockerfile").read_text()
     # Declared (ARG FTP_PROXY), the CAs would be written into the history with every RUN line.
     assert f"ARG {cacerts.CA_BUILD_ARG}" not in dockerfile
-    # Every step that downloads (apt-get update, pip install) adds the build-only CAs and drops the
-    # arg before anything else runs; there are such steps for apt and for pip at least.
+    # Every step that downloads (apt-get update, pip install) sources build-ca.sh before it downloads
+    # and removes the bundle before it ends; there are such steps for apt and for pip at least.
     steps = [step for step in dockerfile.replace("\\\n", " ").splitlines() if step.startswith("RUN ")]
     downloading = [step for step in steps if "apt-get update" in step or "pip install" in step]
     assert len(downloading) >= 2
+    source = ". /usr/local/lib/tf29-env-build/build-ca.sh"
     for step in downloading:
-        assert f'[[ "${{{cacerts.CA_BUILD_ARG}:-}}" == *"-----BEGIN CERTIFICATE-----"* ]]' in step, step[:120]
-        assert f"unset {cacerts.CA_BUILD_ARG} ftp_proxy" in step, step[:120]
-    assert dockerfile.count(f"unset {cacerts.CA_BUILD_ARG} ftp_proxy") == len(downloading)
+        first_download = min(step.find(word) for word in ("apt-get update", "pip install") if word in step)
+        assert -1 < step.find(source) < first_download, step[:120]
+        assert step.rfind("build_ca_done") > step.rfind("pip install") and step.rfind("build_ca_done") > step.rfind(
+            "apt-get install"), step[:120]
+    assert dockerfile.count(source) == len(downloading)
+    # build-ca.sh takes the CAs only from a PEM value and drops the arg before anything else runs.
+    script = (REPO / "build-ca.sh").read_text()
+    assert f'[[ "${{{cacerts.CA_BUILD_ARG}:-}}" == *"-----BEGIN CERTIFICATE-----"* ]]' in script
+    assert f"unset {cacerts.CA_BUILD_ARG} ftp_proxy" in script
+    assert "rm -f /tmp/build-ca.pem /etc/apt/apt.conf.d/00tf29-env-build-ca" in script
     assert f"ARG {cacerts.TRUST_BUILD_ARG}=\n" in dockerfile

@@ -15,7 +15,7 @@ from tf29env.paths import REPO
 
 # What the Dockerfile COPYs; .dockerignore lets the same through for plain `docker build .`
 # (tests/unit/test_build_context.py holds the two together).
-CONTEXT_PATHS = ("Dockerfile", "requirements.txt", "ca-certs", "image", "notebooks")
+CONTEXT_PATHS = ("Dockerfile", "build-ca.sh", "requirements.txt", "ca-certs", "image", "notebooks")
 
 
 def add_file(tar: tarfile.TarFile, name: str, data: bytes, mode: int = 0o644) -> None:
