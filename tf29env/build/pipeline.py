@@ -68,7 +68,7 @@ class BuildResult:
     facts: ImageFacts
     meta: labels.BuildMeta
     version: str  # the full computed tag
-    refs: list[str]  # every reference the image earns (tf29env.tags.compute), the full one first, then `image`
+    refs: list[str]  # every reference the image earns (tf29env.release.tags.compute), the full one first, then `image`
     sbom_json: str  # its CycloneDX SBOM, also in the image (labels.SBOM)
     license_files: list[str]  # the NVIDIA license files in the image (stand-in base only)
     inventory: dict[str, Any]  # what the image holds: packages and sizes (image/probes/inventory.py)
