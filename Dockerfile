@@ -23,9 +23,10 @@ ARG NB_GID=100
 # build arg, the one way into a RUN step that both builders keep out of every layer, the history and
 # the cache key: a COPY would stay in its layer even when a later step deletes the file, a declared
 # ARG would be written into `docker history`, and the classic builder has no secret mounts
-# (docs/build.md#ca-certificates). Each RUN that downloads writes them, after the distro's CAs, into
-# a bundle in /tmp, points apt or pip at it and deletes it before it ends. The value counts only when
-# it holds a PEM certificate, so a real ftp proxy setting is ignored; nothing here uses FTP.
+# (docs/build.md#ca-certificates). Each RUN that downloads sources build-ca.sh, which puts them in a
+# bundle in /tmp for apt and pip, and ends with build_ca_done, which deletes it. The value counts only
+# when it holds a PEM certificate, so a real ftp proxy setting is ignored; nothing here uses FTP.
+COPY build-ca.sh /usr/local/lib/tf29-env-build/build-ca.sh
 
 # An optional apt mirror for locked-down networks (build.py --apt-mirror); empty keeps the base's.
 ARG APT_MIRROR=
@@ -44,13 +45,8 @@ ARG APT_MIRROR=
 # and old nvidia/cuda tags carry its pre-2022 signing key, which makes `apt-get update` fail.
 # DL3008: no apt version pins, because one Dockerfile serves Ubuntu 20.04 and Debian 11, whose
 # versions differ; each distro's security updates are what we want. The Python stack is pinned.
-# hadolint ignore=DL3008
-RUN if [[ "${FTP_PROXY:-}" == *"-----BEGIN CERTIFICATE-----"* ]]; then \
-      { cat /etc/ssl/certs/ca-certificates.crt 2>/dev/null || true; printf '%s\n' "${FTP_PROXY}"; } \
-        > /tmp/build-ca.pem \
-      && echo 'Acquire::https::CaInfo "/tmp/build-ca.pem";' > /etc/apt/apt.conf.d/00tf29-env-build-ca; \
-    fi \
- && unset FTP_PROXY ftp_proxy \
+# hadolint ignore=DL3008,SC1091
+RUN . /usr/local/lib/tf29-env-build/build-ca.sh \
  && printf '%s\n' 'path-exclude=/usr/share/doc/*' 'path-include=/usr/share/doc/*/copyright' \
       'path-exclude=/usr/share/man/*' 'path-exclude=/usr/share/info/*' \
       'path-exclude=/usr/share/locale/*/LC_MESSAGES/*.mo' > /etc/dpkg/dpkg.cfg.d/tf29-env-nodoc \
@@ -69,7 +65,7 @@ RUN if [[ "${FTP_PROXY:-}" == *"-----BEGIN CERTIFICATE-----"* ]]; then \
       python3 \
       python3-venv \
       tini \
- && rm -f /tmp/build-ca.pem /etc/apt/apt.conf.d/00tf29-env-build-ca \
+ && build_ca_done \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/debconf/*-old /var/log/apt /var/log/dpkg.log \
  && rm -f /etc/ssh/ssh_host_*
@@ -83,30 +79,14 @@ RUN useradd --create-home --shell /bin/bash --uid "${NB_UID}" --gid "${NB_GID}" 
  && install -d -m 2775 -o "${NB_UID}" -g "${NB_GID}" "/home/${NB_USER}/work" "/home/${NB_USER}/.nv" \
  && chmod 2775 "/home/${NB_USER}"
 
-# Python packages; the packages' own test suites (about 40 MiB, bench/README.md) and the venv's copy
-# of Debian's bootstrap wheels (old certifi, pip: unused, flagged by scanners) go, and so does
-# tensorflow/include/external (57 MiB of the layer, about half of it LLVM/MLIR): TensorFlow's
-# compile flags put only the include folder on the path and no header outside external/ names a path
-# into it, so custom ops never reach it (tests/image/test_custom_op.py builds one against the
-# image). share/jupyterhub (39 MiB) is the hub's own web pages and their libraries: a hub serves
-# them from its own install (hub/.venv, Zero to JupyterHub's hub image), the single-user server
-# never does, and this image cannot be a whole hub (it has no configurable-http-proxy); the hub-mode
-# tests still run the package's API from here. debugpy's Windows and macOS attach helpers (15 MiB of
-# .exe, .dll, .dylib and .pdb) are never loaded on Linux, which uses its attach_linux .so
-# (tests/image/test_size_cuts.py debugs a cell). JupyterLab's wheel ships its built app twice (15
-# MiB): jupyterlab/static, which only `--core-mode` serves, becomes a link to the copy the server
-# serves, after the build checks they are the same; widgetsnbextension/static (4 MiB) is the source
-# of a manual `jupyter nbextension install` for the classic Notebook, which is not in the image (its
-# installed copy in share/jupyter/nbextensions stays). The shared objects lose their static symbol
-# tables (`strip --strip-unneeded`: about 215 MiB, 115 of them in TensorFlow's
-# _pywrap_tensorflow_internal.so): the dynamic symbols that imports and custom ops link against
-# stay, only a native crash's stack trace loses the names of internal functions (reinstall the wheel
-# to debug one). binutils comes and goes in this step, and auditwheel's *.libs folders are left
-# alone (patchelf-edited files). The .pyc files stay: without them `import tensorflow` takes three
-# times as long. PIP_CERT / REQUESTS_CA_BUNDLE point pip and requests at the system store (the
-# distro's CAs, plus those kept with TRUST_CA_CERTS) instead of certifi's copy, for users; the pip
-# step below points both at its own bundle while it adds the build-only CAs (both: pip's requests
-# takes REQUESTS_CA_BUNDLE over PIP_CERT).
+# Python packages. The step also cuts what no user of the image loads (each cut, its size and the
+# test that what users do still works: bench/README.md#cutting-our-layers): the packages' tests,
+# Debian's bootstrap wheels (unused; scanners flag their old certifi), TensorFlow's include/external,
+# share/jupyterhub, debugpy's Windows and macOS helpers, JupyterLab's second app copy,
+# widgetsnbextension/static and the shared objects' static symbol tables (binutils comes and goes;
+# auditwheel's patchelf-edited *.libs stay). The .pyc files stay: `import tensorflow` is three times
+# slower without them. PIP_CERT and REQUESTS_CA_BUNDLE (pip's requests takes the latter first) point
+# at the system store, which holds the kept CAs.
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:${PATH} \
     PIP_CERT=/etc/ssl/certs/ca-certificates.crt \
@@ -123,21 +103,14 @@ ARG VARIANT=gpu
 ARG PIP_INDEX_URL=
 ARG PIP_EXTRA_INDEX_URL=
 COPY requirements.txt /opt/tf29-env/requirements.txt
-# hadolint ignore=DL3008
+# hadolint ignore=DL3008,SC1091
 RUN case "${VARIANT}" in \
       gpu) cp /opt/tf29-env/requirements.txt /opt/tf29-env/requirements.lock ;; \
       cpu) sed -E 's/^tensorflow==/tensorflow-cpu==/' /opt/tf29-env/requirements.txt \
              > /opt/tf29-env/requirements.lock ;; \
       *) echo "VARIANT must be gpu or cpu, not '${VARIANT}'" >&2; exit 1 ;; \
     esac \
- && if [[ "${FTP_PROXY:-}" == *"-----BEGIN CERTIFICATE-----"* ]]; then \
-      { cat "${PIP_CERT}"; printf '%s\n' "${FTP_PROXY}"; } > /tmp/build-ca.pem \
-      && export PIP_CERT=/tmp/build-ca.pem REQUESTS_CA_BUNDLE=/tmp/build-ca.pem \
-      && echo 'Acquire::https::CaInfo "/tmp/build-ca.pem";' > /etc/apt/apt.conf.d/00tf29-env-build-ca; \
-    fi \
- && unset FTP_PROXY ftp_proxy \
- && if [ -z "${PIP_INDEX_URL}" ]; then unset PIP_INDEX_URL; fi \
- && if [ -z "${PIP_EXTRA_INDEX_URL}" ]; then unset PIP_EXTRA_INDEX_URL; fi \
+ && . /usr/local/lib/tf29-env-build/build-ca.sh \
  && apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends binutils \
  && python3 -m venv "${VIRTUAL_ENV}" \
@@ -157,7 +130,7 @@ RUN case "${VARIANT}" in \
  && find "${VIRTUAL_ENV}/lib" -type f \( -name '*.so' -o -name '*.so.[0-9]*' \) ! -path '*.libs/*' \
       -exec strip --strip-unneeded {} + \
  && DEBIAN_FRONTEND=noninteractive apt-get purge -y --auto-remove binutils \
- && rm -f /etc/apt/apt.conf.d/00tf29-env-build-ca \
+ && build_ca_done \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/debconf/*-old /var/log/apt /var/log/dpkg.log \
  && pip check \
@@ -173,16 +146,11 @@ RUN case "${VARIANT}" in \
 # mirror, if any, is in sources.list already):
 #   libnss-wrapper   a passwd entry for an arbitrary uid (--user 12345) without writing /etc (20-user)
 #   sudo             GRANT_SUDO=yes (22-sudo); without it, nobody is granted anything
-# hadolint ignore=DL3008
-RUN if [[ "${FTP_PROXY:-}" == *"-----BEGIN CERTIFICATE-----"* ]]; then \
-      { cat /etc/ssl/certs/ca-certificates.crt 2>/dev/null || true; printf '%s\n' "${FTP_PROXY}"; } \
-        > /tmp/build-ca.pem \
-      && echo 'Acquire::https::CaInfo "/tmp/build-ca.pem";' > /etc/apt/apt.conf.d/00tf29-env-build-ca; \
-    fi \
- && unset FTP_PROXY ftp_proxy \
+# hadolint ignore=DL3008,SC1091
+RUN . /usr/local/lib/tf29-env-build/build-ca.sh \
  && apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libnss-wrapper sudo \
- && rm -f /tmp/build-ca.pem /etc/apt/apt.conf.d/00tf29-env-build-ca \
+ && build_ca_done \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/debconf/*-old /var/log/apt /var/log/dpkg.log
 # gpu only: what XLA and the profiler need on a GPU and CUDA's runtime bases leave out: ptxas and
@@ -193,14 +161,10 @@ RUN if [[ "${FTP_PROXY:-}" == *"-----BEGIN CERTIFICATE-----"* ]]; then \
 # own after the Python stack keeps that layer cached; the CAs and indexes as there. libnvvm.so (27 MiB)
 # goes: TF 2.9's XLA makes PTX with LLVM and assembles it with ptxas; nothing in it loads NVVM. The self-check's
 # lib.libdevice, lib.ptxas and lib.cupti check the result.
+# SC1091: build-ca.sh is COPYed above (hadolint cannot follow it).
+# hadolint ignore=SC1091
 RUN if [ "${VARIANT}" = gpu ]; then \
-      if [[ "${FTP_PROXY:-}" == *"-----BEGIN CERTIFICATE-----"* ]]; then \
-        { cat "${PIP_CERT}"; printf '%s\n' "${FTP_PROXY}"; } > /tmp/build-ca.pem \
-        && export PIP_CERT=/tmp/build-ca.pem REQUESTS_CA_BUNDLE=/tmp/build-ca.pem; \
-      fi \
-      && unset FTP_PROXY ftp_proxy \
-      && if [ -z "${PIP_INDEX_URL}" ]; then unset PIP_INDEX_URL; fi \
-      && if [ -z "${PIP_EXTRA_INDEX_URL}" ]; then unset PIP_EXTRA_INDEX_URL; fi \
+      . /usr/local/lib/tf29-env-build/build-ca.sh \
       && pip install --no-cache-dir --only-binary=:all: --no-deps \
            nvidia-cuda-nvcc-cu11==11.8.89 nvidia-cuda-cupti-cu11==11.8.87 \
       && site="$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
@@ -214,6 +178,7 @@ RUN if [ "${VARIANT}" = gpu ]; then \
       && python -c 'import ctypes; ctypes.CDLL("libcupti.so.11.2")' \
       && pip check \
       && chgrp -R "${NB_GID}" "${site}/nvidia" && chmod -R g+w "${site}/nvidia" \
+      && build_ca_done \
       && rm -rf /root/.cache /tmp/*; \
     fi
 
@@ -246,13 +211,15 @@ EXPOSE 8888 22
 
 # CAs the image keeps trusting, for every user (notebooks behind the same proxy): only on request,
 # since whoever holds a trusted CA's key can read every TLS connection made in the container.
-# build.py --trust-ca-cert puts them in ca-certs/, sets TRUST_CA_CERTS=1 and the label
-# io.tf29-env.ca.trusted; a plain build takes ca-certs/*.crt with --build-arg TRUST_CA_CERTS=1, and
+# build.py --trust-ca-cert puts them in ca-certs/, sets TRUST_CA_CERTS=1 and records
+# their fingerprints in a label; a plain build takes ca-certs/*.crt with --build-arg TRUST_CA_CERTS=1, and
 # without it refuses to build rather than trust them silently. This late, keeping a CA rebuilds
 # seconds, not the stack; the steps above got them through FTP_PROXY (build.py passes both).
 COPY ca-certs/ /usr/local/share/ca-certificates/tf29-env/
 ARG TRUST_CA_CERTS=
-RUN dir=/usr/local/share/ca-certificates/tf29-env \
+# The downloads are done: build-ca.sh goes too.
+RUN rm -rf /usr/local/lib/tf29-env-build \
+ && dir=/usr/local/share/ca-certificates/tf29-env \
  && find "${dir}" -type f ! -name '*.crt' -delete \
  && if [ -z "$(find "${dir}" -type f)" ]; then \
       rm -rf "${dir}"; \
@@ -336,37 +303,3 @@ LABEL devcontainer.metadata="[{\
 \"extensions\": [\"ms-python.python\", \"ms-toolsai.jupyter\"], \
 \"settings\": {\"python.defaultInterpreterPath\": \"${VIRTUAL_ENV}/bin/python\"}}}}]"
 
-# Labels last: their values change with every commit and must not invalidate any layer above.
-# build.py fills them from the built image itself (a first pass, probed, then this block again);
-# the LABEL_ prefix keeps base images' ENV (CUDA_VERSION and the like) from shadowing the ARGs.
-ARG BASE_IMAGE
-ARG BASE_DIGEST=
-ARG VERSION=dev
-ARG REVISION=unknown
-ARG CREATED=unknown
-ARG SOURCE=
-ARG LABEL_TF_VERSION=
-ARG LABEL_TF_CUDA=
-ARG LABEL_TF_CUDNN=
-ARG LABEL_CUDA_RUNTIME=
-ARG LABEL_CUDNN_RUNTIME=
-ARG LABEL_PYTHON=
-ARG LABEL_OS=
-ARG LABEL_CA_TRUSTED=
-LABEL org.opencontainers.image.title="tf29-env" \
-      org.opencontainers.image.description="TensorFlow 2.9 with JupyterLab, SSH and a GPU / FP16 self-check" \
-      org.opencontainers.image.version="${VERSION}" \
-      org.opencontainers.image.revision="${REVISION}" \
-      org.opencontainers.image.created="${CREATED}" \
-      org.opencontainers.image.source="${SOURCE}" \
-      org.opencontainers.image.base.name="${BASE_IMAGE}" \
-      org.opencontainers.image.base.digest="${BASE_DIGEST}" \
-      io.tf29-env.variant="${VARIANT}" \
-      io.tf29-env.tensorflow.version="${LABEL_TF_VERSION}" \
-      io.tf29-env.tensorflow.cuda="${LABEL_TF_CUDA}" \
-      io.tf29-env.tensorflow.cudnn="${LABEL_TF_CUDNN}" \
-      io.tf29-env.cuda.runtime="${LABEL_CUDA_RUNTIME}" \
-      io.tf29-env.cudnn.runtime="${LABEL_CUDNN_RUNTIME}" \
-      io.tf29-env.python.version="${LABEL_PYTHON}" \
-      io.tf29-env.os="${LABEL_OS}" \
-      io.tf29-env.ca.trusted="${LABEL_CA_TRUSTED}"

@@ -3,7 +3,15 @@
 
 import sys
 
-from tf29env.cli import main
+from tf29env.errors import EXIT_INPUT
+
+try:
+    from tf29env.cli import main
+except ModuleNotFoundError as exc:
+    # The tool's dependencies live in the project's venv, not in the system Python.
+    print(f"error: {sys.executable} lacks the module {exc.name!r}: run `make venv`, then "
+          "`.venv/bin/python build.py ...`", file=sys.stderr)
+    sys.exit(EXIT_INPUT)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,4 +1,4 @@
-"""Build timings: a cold build through build.py's own code (tf29env.build_image.build, no cache),
+"""Build timings: a cold build through build.py's own code (tf29env.build.pipeline.build, no cache),
 then warm single-pass rebuilds of changed copies of its context (bench.contexts)."""
 
 import io
@@ -9,29 +9,29 @@ from pathlib import Path
 from docker import DockerClient
 
 from bench import contexts
-from tf29env import context, engine, imagebuild
-from tf29env.build_image import BuildRequest, BuildResult, build
-from tf29env.config import NetworkInputs
+from tf29env import engine
+from tf29env.build import cacerts, dockerbuild
+from tf29env.build.network import NetworkInputs
+from tf29env.build.pipeline import BuildRequest, BuildResult, build
+from tf29env.build.variants import Variant
 from tf29env.log import Log
-from tf29env.variants import Variant
 
 
 def ca_args(ca_certs: list[Path]) -> dict[str, str]:
     """The build args that hand --ca-cert's CAs to the RUN steps for the build only, as build.py does."""
-    return context.ca_buildargs(context.load_certs(context.ca_files(ca_certs), "--ca-cert"), [])
+    return cacerts.ca_buildargs(cacerts.load_certs(cacerts.ca_files(ca_certs), "--ca-cert"), [])
 
 
 def buildargs(base: str, variant: Variant, cas: dict[str, str]) -> dict[str, str]:
-    """The build args of build.py's first pass, less the label-only ones (REVISION, CREATED), which
-    the Dockerfile declares after its last RUN: the cache keys are the same."""
+    """The build args build.py passes to the Dockerfile: the cache keys are the same."""
     return {"BASE_IMAGE": base, "VARIANT": variant.name, **NetworkInputs().buildargs(), **cas}
 
 
 @dataclass(frozen=True)
 class ColdBuild:
     result: BuildResult
-    docker_build_s: float  # the first pass: every layer built, nothing from the cache
-    tool_s: float  # all of build(): first pass, the facts probe, the cached labelling pass
+    docker_build_s: float  # the Dockerfile: every layer built, nothing from the cache
+    tool_s: float  # all of build(): the Dockerfile, the probes, the final layer (labels, SBOM)
 
 
 def previous_id(client: DockerClient, tag: str) -> str:
@@ -51,7 +51,7 @@ def cold(client: DockerClient, variant: Variant, ca_certs: list[Path], tag: str,
     result = build(client, request, log)
     end = time.monotonic()
     drop_replaced(client, old_id, result.image_id)
-    return ColdBuild(result, result.first_pass_s, end - start)
+    return ColdBuild(result, result.dockerfile_s, end - start)
 
 
 def tool_rebuild(client: DockerClient, variant: Variant, ca_certs: list[Path], tag: str, log: Log) -> float:
@@ -68,7 +68,7 @@ def single_pass(client: DockerClient, tar: bytes, base: str, variant: Variant, c
                 tag: str | None = None) -> tuple[str, float]:
     """One docker build of a context tar (cache allowed); its image id and seconds."""
     start = time.monotonic()
-    image_id = imagebuild.build_context(client, io.BytesIO(tar), tag=tag,
+    image_id = dockerbuild.build_context(client, io.BytesIO(tar), tag=tag,
                                         buildargs=buildargs(base, variant, cas), log=log)
     return image_id, time.monotonic() - start
 
@@ -87,7 +87,7 @@ def warm(client: DockerClient, original: bytes, case: str, base: str, variant: V
     counts = {"steps": 0, "cached": 0}
 
     def counting_log(line: str) -> None:
-        if imagebuild.STEP_RE.match(line):
+        if dockerbuild.STEP_RE.match(line):
             counts["steps"] += 1
         elif "Using cache" in line:
             counts["cached"] += 1

@@ -1,11 +1,11 @@
-"""Build contexts for the warm-rebuild cases: the context build.py sends (tf29env.context.write),
+"""Build contexts for the warm-rebuild cases: the context build.py sends (tf29env.build.context.write),
 with one file changed in the copy only. The working tree is never touched, since others edit it."""
 
 import io
 import tarfile
 from collections.abc import Callable
 
-from tf29env import context
+from tf29env.build import context
 
 # The warm cases: which context file each one touches. A comment appended at the end changes the
 # file's checksum (so the classic builder's cache misses from that COPY on) and nothing else.

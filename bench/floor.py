@@ -2,25 +2,25 @@
 shared objects and Python files, JupyterLab, numpy, pandas, matplotlib, everything they require,
 and Python itself) against what its layers add; the gap, grouped by what pulled each part in.
 
-Read from the image (bench/floor_probe.py: on-disk bytes per pip distribution, dpkg's database)
-and its base (dpkg's database), so that our image and the official recipe are judged the same way.
+Read from the image (tf29env.facts.inventory, the build's own probe: on-disk bytes per pip
+distribution, dpkg's packages) and its base (dpkg's database), so that our image and the official
+recipe are judged the same way.
 The requirement graph is pip's and dpkg's own metadata: a part is in the floor when a root
 requires it, directly or not, and a gap group is named after the installed package that nothing
 else requires (a "leaf": what someone chose to install) whose requirements pulled it in."""
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from docker import DockerClient
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 
-from bench import floor_probe
 from bench.errors import BenchError
 from tf29env import engine
+from tf29env.facts import dist_bytes, inventory
 
 PIP_ROOTS = ("tensorflow", "jupyterlab", "numpy", "pandas", "matplotlib")
 TF_NAMES = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu")
@@ -32,11 +32,34 @@ REST = ("the rest (files outside packages: apt's lists and .debs; bytes later la
         "dpkg's size estimates)")
 OUR_PYTHON = "/opt/venv/bin/python"  # the venv that holds every pip package (the Dockerfile's VIRTUAL_ENV)
 KIB = 1024
+DPKG_STATUS = "/var/lib/dpkg/status"
 
 
-def canonical(name: str) -> str:
-    """PEP 503's normalized name: `Jupyter_Server` and `jupyter-server` are one package."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+def parse_dpkg_status(text: str) -> dict[str, dict[str, Any]]:
+    """A base's installed packages, from its dpkg status file (a base may have no Python to run the
+    inventory probe): name -> {"bytes": Installed-Size, "depends": [names]} (alternatives: all of
+    them, versions and architectures dropped; `Pre-Depends` included), as the probe reports them."""
+    packages: dict[str, dict[str, Any]] = {}
+    for stanza in text.split("\n\n"):
+        fields: dict[str, str] = {}
+        key = ""
+        for line in stanza.splitlines():
+            if line[:1] in (" ", "\t") and key:
+                fields[key] += " " + line.strip()
+            elif ":" in line:
+                key, _, value = line.partition(":")
+                fields[key] = value.strip()
+        if "Package" not in fields or not fields.get("Status", "").endswith(" installed"):
+            continue
+        depends: list[str] = []
+        for field in ("Pre-Depends", "Depends"):
+            for alternative in re.split(r"[,|]", fields.get(field, "")):
+                name = alternative.strip().split(" ")[0].split(":")[0]
+                if name:
+                    depends.append(name)
+        packages[fields["Package"]] = {"bytes": int(fields.get("Installed-Size", "0") or 0) * KIB,
+                                       "depends": depends}
+    return packages
 
 
 def marker_environment(python_version: str, python_full_version: str) -> dict[str, str]:
@@ -57,8 +80,8 @@ def pip_graph(dists: Iterable[Mapping[str, Any]], environment: dict[str, str]) -
             except InvalidRequirement:
                 continue
             if requirement.marker is None or requirement.marker.evaluate(environment):
-                needs.append(canonical(requirement.name))
-        graph[canonical(dist["name"])] = needs
+                needs.append(str(canonicalize_name(requirement.name)))
+        graph[str(canonicalize_name(dist["name"]))] = needs
     return graph
 
 
@@ -113,24 +136,24 @@ def tf_root(names: Iterable[str]) -> str:
 def analyse(probe: Mapping[str, Any], base_dpkg: Mapping[str, Mapping[str, Any]], added_bytes: int,
             own_files_bytes: int = 0) -> dict[str, Any]:
     """The floor, the gap and its groups, from the probe's document and the base's dpkg database."""
-    dists = list(probe["dists"])
+    dists = list(probe["python"])
     environment = marker_environment(probe["python_version"], probe["python_full_version"])
     graph = pip_graph(dists, environment)
-    by_name = {canonical(dist["name"]): dist for dist in dists}
+    by_name = {str(canonicalize_name(dist["name"])): dist for dist in dists}
     roots = [tf_root(by_name), *PIP_ROOTS[1:]]
     floor_pip = closure(graph, roots, set(by_name))
-    dpkg: Mapping[str, Mapping[str, Any]] = probe["dpkg"]
+    dpkg = {str(package["name"]): package for package in probe["dpkg"]}
     added_apt = {name for name in dpkg if name not in base_dpkg}
     apt_graph = {name: list(dpkg[name]["depends"]) for name in added_apt}
     floor_apt = closure(apt_graph, APT_ROOTS, added_apt)
     floor_parts = {
         "Python itself (apt: python3 and what it needs, not in the base)":
-            sum(int(dpkg[name]["kib"]) * KIB for name in floor_apt),
+            sum(int(dpkg[name]["bytes"]) for name in floor_apt),
         "pip packages the roots require (code and data; no bytecode, no C++ headers)":
             sum(int(by_name[name]["bytes"]) for name in floor_pip),
     }
-    pip_sizes = {name: int(d["bytes"]) + int(d["pyc_bytes"]) + int(d["header_bytes"]) for name, d in by_name.items()}
-    apt_sizes = {name: int(dpkg[name]["kib"]) * KIB for name in added_apt}
+    pip_sizes = {name: dist_bytes(d) for name, d in by_name.items()}
+    apt_sizes = {name: int(dpkg[name]["bytes"]) for name in added_apt}
     found = [
         Group("bytecode (.pyc) of the floor's packages", sum(int(by_name[n]["pyc_bytes"]) for n in floor_pip),
               len(floor_pip)),
@@ -156,25 +179,16 @@ def analyse(probe: Mapping[str, Any], base_dpkg: Mapping[str, Mapping[str, Any]]
             "added_bytes": added_bytes, "gap_bytes": gap, "gap": rows}
 
 
-def probe_image(client: DockerClient, image: str, python: str) -> dict[str, Any]:
-    """floor_probe's document from `image`, run by its Python `python` (entrypoint bypassed)."""
-    script = Path(floor_probe.__file__).read_text()
-    status, output = engine.run_command(client, image, [python, "-c", script])
-    if status != 0:
-        raise BenchError(f"{image}: the floor probe exited {status}: {output.strip()[-200:]}")
-    document: dict[str, Any] = json.loads(output.strip().splitlines()[-1])
-    return document
-
-
-def base_packages(client: DockerClient, base: str) -> dict[str, dict[str, object]]:
+def base_packages(client: DockerClient, base: str) -> dict[str, dict[str, Any]]:
     """The base's dpkg database (a base may have no Python; `cat` it is)."""
-    status, output = engine.run_command(client, base, ["cat", floor_probe.DPKG_STATUS])
+    status, output = engine.run_command(client, base, ["cat", DPKG_STATUS])
     if status != 0:
-        raise BenchError(f"{base}: cannot read {floor_probe.DPKG_STATUS} (exit {status})")
-    return floor_probe.parse_dpkg_status(output)
+        raise BenchError(f"{base}: cannot read {DPKG_STATUS} (exit {status})")
+    return parse_dpkg_status(output)
 
 
 def measure(client: DockerClient, image: str, python: str, base: str, added_bytes: int,
             own_files_bytes: int = 0) -> dict[str, Any]:
-    result = analyse(probe_image(client, image, python), base_packages(client, base), added_bytes, own_files_bytes)
+    result = analyse(inventory(client, image, python=python), base_packages(client, base), added_bytes,
+                     own_files_bytes)
     return {"image": image, **result}

@@ -17,13 +17,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from docker import DockerClient
+from packaging.utils import canonicalize_name
 
 from bench import layers, sizes, stats
 from bench.builds import drop_replaced, previous_id
 from bench.errors import BenchError
 from bench.startup import POLL_S, jupyter_answers
 from testkit.containers import TrackedContainer
-from tf29env import engine, imagebuild
+from tf29env import engine
+from tf29env.build import dockerbuild
 from tf29env.log import Log
 from tf29env.paths import REPO
 
@@ -96,7 +98,7 @@ def parse_pip_list(output: str) -> dict[str, str]:
     for line in output.splitlines():
         if line.startswith("["):
             packages = json.loads(line)
-            return {str(p["name"]).lower().replace("_", "-"): str(p["version"]) for p in packages}
+            return {canonicalize_name(str(p["name"])): str(p["version"]) for p in packages}
     raise BenchError(f"pip list printed no JSON: {output.strip()[-200:]}")
 
 
@@ -166,7 +168,7 @@ def build(client: DockerClient, base: str, cas: dict[str, str], log: Log) -> tup
     tar = fixture_context()
     old_id = previous_id(client, OFFICIAL_TAG)
     start = time.monotonic()
-    image_id = imagebuild.build_context(client, io.BytesIO(tar), tag=OFFICIAL_TAG,
+    image_id = dockerbuild.build_context(client, io.BytesIO(tar), tag=OFFICIAL_TAG,
                                         buildargs={BASE_ARG: base, **cas}, log=log, nocache=True)
     seconds = time.monotonic() - start
     drop_replaced(client, old_id, image_id)  # the previous bench-official image, now untagged

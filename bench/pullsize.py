@@ -9,11 +9,11 @@ is assumed: the engine's own push compresses, exactly as a real push does.
 The update size answers "I changed a script: what does a node that has the image download?". The
 image is rebuilt after a comment was appended to image/entrypoint.sh (bench.contexts), with the
 image itself as the cache source, pushed to the same registry, and the blobs the old manifest lacks
-are counted. The image's layers come from build.py's first pass (its labelling pass adds no layer),
-so the rebuild shares every layer before `COPY image/`; the measure checks that, twice (the build's
-own output, then the registry's layers), since a cache miss would report most of an image as the
-"update". build.py adds an SBOM layer of its own on top (about 0.1 MB compressed), which this
-single-pass rebuild lacks: a real update through build.py downloads a new one of those too."""
+are counted. The image's layers come from build.py's Dockerfile build, so the rebuild shares every
+layer before `COPY image/`; the measure checks that, twice (the build's own output, then the
+registry's layers), since a cache miss would report most of an image as the "update". build.py
+adds a final layer of its own on top (labels and SBOM, about 0.1 MB compressed), which this rebuild
+lacks: a real update through build.py downloads a new one of those too."""
 
 import io
 import re
@@ -31,9 +31,10 @@ from docker import DockerClient
 from bench import builds, contexts, layers
 from bench.errors import BenchError
 from testkit.registry import RegistryUnavailable, local_registry
-from tf29env import engine, imagebuild
+from tf29env import engine
+from tf29env.build import dockerbuild
+from tf29env.build.variants import Variant
 from tf29env.log import Log
-from tf29env.variants import Variant
 
 MANIFEST_V2 = "application/vnd.docker.distribution.manifest.v2+json"
 PUSH_TAG = "bench"
@@ -178,7 +179,7 @@ def build_update(client: DockerClient, tag: str, image: str, base: str, variant:
     """Rebuild `image` with the classic builder as `tag` after one script-only change; the
     build's output lines.
 
-    `image` itself is the cache source (as build.py's labelling pass does): the engine's own cache
+    `image` itself is the cache source (as CI passes --cache-from): the engine's own cache
     takes the newest image that matches a step, which can be another build of the same steps with
     other bytes in its pip layer, and the update would then be measured against the wrong layers.
     With cache_from only `image`'s own layers match."""
@@ -189,7 +190,7 @@ def build_update(client: DockerClient, tag: str, image: str, base: str, variant:
         log(line)
 
     tar = contexts.touched(contexts.standard(), "entrypoint", f"pullsize {time.time_ns()}")
-    imagebuild.build_context(client, io.BytesIO(tar), tag=tag, log=keep, cache_from=[image],
+    dockerbuild.build_context(client, io.BytesIO(tar), tag=tag, log=keep, cache_from=[image],
                              buildargs=builds.buildargs(base, variant, cas))
     return lines
 
@@ -199,7 +200,7 @@ def first_rebuilt(lines: Sequence[str]) -> str:
     "Using cache" under its `Step N/M : ` line), as the Dockerfile writes it; "" when none."""
     steps: list[tuple[str, bool]] = []
     for line in lines:
-        if imagebuild.STEP_RE.match(line):
+        if dockerbuild.STEP_RE.match(line):
             steps.append((line.split(" : ", 1)[1].strip(), False))
         elif "Using cache" in line and steps:
             steps[-1] = (steps[-1][0], True)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import machine, sidereport, targets
-from tf29env.manifest import human_size
+from tf29env.release.manifest import human_size
 
 SCHEMA = "tf29-env/bench/v1"
 LAYER_NAMES = ("1 driver", "2 cuda_libs", "3 tensorflow", "4 mixed_precision", "5 performance", "6 environment")

@@ -9,8 +9,9 @@ from docker import DockerClient
 
 from bench import layers
 from bench.errors import BenchError
-from tf29env import engine, labels
-from tf29env.facts import run_in_image
+from tf29env import engine
+from tf29env.facts import dist_bytes, inventory
+from tf29env.release import labels
 
 TOP_PACKAGES = 10
 TOP_LAYERS = 5
@@ -92,8 +93,8 @@ def measure(client: DockerClient, image: str) -> ImageSize:
     base = base_of(client, image)
     split = history_split(client, image, base)
     check_total(split, int(engine.inspect(client, image)["Size"]), image)
-    pip = sorted(run_in_image(client, image, "inventory")["pip"], key=lambda p: int(p["bytes"]), reverse=True)
-    packages = [{"name": p["name"], "version": p["version"], "bytes": int(p["bytes"])} for p in pip[:TOP_PACKAGES]]
+    pip = sorted(inventory(client, image)["python"], key=dist_bytes, reverse=True)
+    packages = [{"name": p["name"], "version": p["version"], "bytes": dist_bytes(p)} for p in pip[:TOP_PACKAGES]]
     status, output = engine.run_command(client, image, ["/bin/bash", "-c", du_script()])
     if status != 0:
         raise BenchError(f"{image}: the du script exited {status}: {output.strip()[-200:]}")

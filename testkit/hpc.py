@@ -32,7 +32,8 @@ from docker.models.containers import Container
 
 from testkit.containers import LOOPBACK
 from testkit.net import free_host_port
-from tf29env import context, engine, imagebuild
+from tf29env import engine
+from tf29env.build import context, dockerbuild
 from tf29env.paths import REPO, cache_dir
 
 NODE_DIR = REPO / "tests" / "hpc" / "node"
@@ -114,7 +115,7 @@ def _node_image(client: DockerClient, log: Log) -> str:
                 context.add_file(tar, path.name, path.read_bytes(), mode=0o755 if path.suffix == ".sh" else 0o644)
         tar_file.seek(0)
         log(f"building {name}")
-        imagebuild.build_context(client, tar_file, tag=name, buildargs={"OS_IMAGE": os_image}, log=log)
+        dockerbuild.build_context(client, tar_file, tag=name, buildargs={"OS_IMAGE": os_image}, log=log)
     return name
 
 
@@ -138,7 +139,7 @@ def _hub_image(client: DockerClient, node: str, log: Log) -> str:
                     context.add_file(tar, f"wheels/{wheel.name}", wheel.read_bytes())
             tar_file.seek(0)
             log(f"building {name}")
-            imagebuild.build_context(client, tar_file, tag=name, buildargs={"NODE_IMAGE": node}, log=log)
+            dockerbuild.build_context(client, tar_file, tag=name, buildargs={"NODE_IMAGE": node}, log=log)
     return name
 
 

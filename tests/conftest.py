@@ -12,9 +12,10 @@ from docker import DockerClient
 
 from testkit.containers import TrackedContainer
 from testkit.ssh import KeyPair, make_keypair
-from tf29env import engine, labels
-from tf29env.build_image import BuildRequest, build
-from tf29env.variants import DEFAULT_VARIANT, VARIANTS
+from tf29env import engine
+from tf29env.build.pipeline import BuildRequest, build
+from tf29env.build.variants import DEFAULT_VARIANT, VARIANTS
+from tf29env.release import labels
 
 # Debian keeps locally added CAs here; behind a TLS-intercepting proxy the build needs them.
 HOST_EXTRA_CAS = Path("/usr/local/share/ca-certificates")

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import NoReturn
 
 from tf29env import commands
-from tf29env.errors import UserError
+from tf29env.build.variants import DEFAULT_VARIANT, REPOSITORY, VARIANTS
+from tf29env.errors import EXIT_INTERRUPTED, UserError
 from tf29env.paths import DEFAULT_OUTPUT, REPO, SIZE_BASELINE
-from tf29env.variants import DEFAULT_VARIANT, REPOSITORY, VARIANTS
-from tf29env.vulns import ALLOWLIST, SERVICES
+from tf29env.supplychain.vulns import ALLOWLIST, SERVICES
 
 
 class Parser(argparse.ArgumentParser):
@@ -141,4 +141,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED

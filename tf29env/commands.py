@@ -10,32 +10,23 @@ from typing import Any
 
 from docker import DockerClient
 
-from tf29env import (
-    engine,
-    export,
-    labels,
-    licenses,
-    manifest,
-    push,
-    records,
-    sbom,
-    sizegate,
-    standin,
-    tags,
-    vulns,
-)
-from tf29env.build_image import BuildRequest, BuildResult, build
-from tf29env.config import NetworkInputs
+from tf29env import engine
+from tf29env.build import standin
+from tf29env.build.network import NetworkInputs
+from tf29env.build.pipeline import BuildRequest, BuildResult, build
+from tf29env.build.variants import VARIANTS
 from tf29env.errors import EXIT_BUILD, EXIT_INPUT, EXIT_TEST, EXIT_VULNERABLE, UserError
-from tf29env.facts import run_in_image
+from tf29env.facts import inventory
 from tf29env.log import Log
 from tf29env.paths import REPO
 from tf29env.progress import Progress
-from tf29env.variants import VARIANTS
-from tf29env.verify import verify
+from tf29env.release import export, labels, manifest, push, records, sizegate, tags
+from tf29env.release.verify import verify
+from tf29env.supplychain import licenses, sbom, vulns
 
-# Test folders that build images of their own (see cmd_test).
-BUILDER_TESTS = ("build", "buildkit")
+# "0" leaves out the tests that build images of their own (tests/build, tests/buildkit: their
+# conftest.py reads it), for `build.py test IMAGE`, which checks one image.
+BUILDER_TESTS_ENV = "TF29ENV_BUILDER_TESTS"
 TEST_WORKERS = 2
 
 
@@ -56,63 +47,74 @@ def cmd_base(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_build(args: argparse.Namespace) -> int:
+def build_request(args: argparse.Namespace) -> BuildRequest:
+    """The build's inputs, every one checked (the request checks its own) before the engine is asked."""
     network = NetworkInputs(args.pip_index_url, args.pip_extra_index_url, args.apt_mirror,
                             args.http_proxy, args.https_proxy, args.no_proxy)
-    # Every input is checked before the engine is asked anything, so that nothing half-starts:
-    # the request checks its own, then the size baseline and the output folder.
-    request = BuildRequest(variant=VARIANTS[args.variant], base=args.base, tag=args.tag or "",
-                           ca_certs=args.ca_cert, nocache=args.no_cache, pull=args.pull, network=network,
-                           cache_from=args.cache_from, source=args.source, repository=args.repository,
-                           trust_ca_certs=args.trust_ca_cert)
-    baseline = sizegate.load(args.size_baseline)
-    directory = records.variant_dir(args.output_dir, args.variant)
-    client = engine.connect()
+    return BuildRequest(variant=VARIANTS[args.variant], base=args.base, tag=args.tag or "",
+                        ca_certs=args.ca_cert, nocache=args.no_cache, pull=args.pull, network=network,
+                        cache_from=args.cache_from, source=args.source, repository=args.repository,
+                        trust_ca_certs=args.trust_ca_cert)
+
+
+def run_build(args: argparse.Namespace, client: DockerClient, request: BuildRequest) -> BuildResult:
+    """The build, its progress on the terminal (or plain lines); the image tagged with every computed tag."""
     progress = Progress(sys.stderr if args.json else sys.stdout, live=False if args.plain else None)
     try:
         result = build(client, request, progress)
     finally:
         progress.close()
-    log = logger(args)
-    refs = apply_tags(client, result)
-    log(f"==> tagged {len(refs)}: {', '.join(refs)}")
+    for ref in result.refs:
+        engine.tag(client, result.image_id, ref)
+    logger(args)(f"==> tagged {len(result.refs)}: {', '.join(result.refs)}")
+    return result
+
+
+def write_outputs(client: DockerClient, directory: Path, result: BuildResult, request: BuildRequest,
+                  log: Log) -> tuple[manifest.Manifest, dict[str, Any]]:
+    """The manifest, the SBOM and the license summary in directory; the manifest and the files' paths."""
     log("==> writing the manifest (pip freeze, dpkg list, a CPU self-check run)")
-    built, inventory = manifest.collect(client, image=result.image, refs=refs, facts=result.facts.to_dict(),
-                                        build_inputs=network.shown())
+    built = manifest.collect(client, image=result.image, refs=result.refs, facts=result.facts.to_dict(),
+                             inventory=result.inventory, build_inputs=request.network.shown())
     paths = manifest.write(directory, built)
     sbom_path = directory / records.SBOM_FILE
     sbom_path.write_text(result.sbom_json)
     license_paths = licenses.write(directory, json.loads(result.sbom_json))
     log(f"==> SBOM and license summary: {sbom_path}, {license_paths[1]}")
-    entry = baseline["images"].get(sizegate.key(result.variant, result.base))
-    limit = sizegate.limit(baseline, args.max_growth)
-    verdict = sizegate.judge(built.size_bytes, None if args.no_size_gate or not entry else int(entry["bytes"]), limit)
-    record = {
+    return built, {"manifest": [str(p) for p in paths], "sbom": str(sbom_path),
+                   "licenses": [str(p) for p in license_paths]}
+
+
+def build_record(result: BuildResult, size: int, outputs: dict[str, Any], verdict: sizegate.Verdict) -> dict[str, Any]:
+    """What build.json records: the image, its facts and outputs, the size gate's verdict."""
+    return {
         "image": result.image, "id": result.image_id, "variant": result.variant, "base": result.base,
-        "base_digest": result.meta.base_digest, "version": result.version, "refs": refs,
-        "revision": result.meta.revision, "created": result.meta.created, "size_bytes": built.size_bytes,
-        "facts": result.facts.to_dict(), "manifest": [str(p) for p in paths],
-        "sbom": str(sbom_path), "licenses": [str(p) for p in license_paths],
-        "size_gate": {"ok": verdict.ok, "baseline": verdict.baseline, "limit_percent": limit,
-                      "skipped": bool(args.no_size_gate)},
+        "base_digest": result.meta.base_digest, "version": result.version, "refs": result.refs,
+        "revision": result.meta.revision, "created": result.meta.created, "size_bytes": size,
+        "facts": result.facts.to_dict(), **outputs,
+        "size_gate": {"ok": verdict.ok, "baseline": verdict.baseline, "limit_percent": verdict.limit_percent,
+                      "skipped": verdict.skipped},
     }
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    # Every input is checked before the engine is asked anything, so that nothing half-starts.
+    request = build_request(args)
+    baseline = sizegate.load(args.size_baseline)
+    directory = records.variant_dir(args.output_dir, args.variant)
+    client = engine.connect()
+    result = run_build(args, client, request)
+    log = logger(args)
+    built, outputs = write_outputs(client, directory, result, request, log)
+    verdict = sizegate.judge_image(baseline, result.variant, result.base, built.size_bytes, args.max_growth,
+                                   skipped=args.no_size_gate)
+    record = build_record(result, built.size_bytes, outputs, verdict)
     records.save_build(args.output_dir, record)
     if args.json:
         print(json.dumps(record, sort_keys=True), flush=True)
-    if not verdict.ok:
-        raise sizegate.failure(verdict, sizegate.largest_layers(client, result.image),
-                               sizegate.largest_packages(inventory))
-    log(verdict.line() if not args.no_size_gate else "size gate: skipped (--no-size-gate)")
+    sizegate.enforce(client, result.image, verdict, lambda: result.inventory, log)
     log(f"built {result.image} ({result.image_id[:19]}); manifest in {directory}")
     return 0
-
-
-def apply_tags(client: DockerClient, result: BuildResult) -> list[str]:
-    """Tag the image with every computed tag (the build named them, and the SBOM lists them); the
-    references, the full one first."""
-    for ref in result.refs:
-        engine.tag(client, result.image_id, ref)
-    return result.refs
 
 
 def chosen_image(args: argparse.Namespace) -> tuple[str, dict[str, Any] | None]:
@@ -142,11 +144,8 @@ def cmd_test(args: argparse.Namespace) -> int:
     # Most tests wait (for containers, hubs, registries) rather than compute: two workers, each
     # taking whole groups (tests/conftest.py), halve the wait on 2 cores. `-- -n 0` runs serially.
     cmd = [sys.executable, "-m", "pytest", str(REPO / "tests"), "-n", str(TEST_WORKERS), "--dist", "loadgroup", *extra]
-    # The builders' own tests build images of their own: tests/build exercises build.py (both variants,
-    # a push to a local registry), tests/buildkit builds the Dockerfile with BuildKit on the stand-in.
-    # Part of the whole suite, but not of checking one image that was just built.
-    if image and not args.build_tests:
-        cmd[4:4] = [arg for folder in BUILDER_TESTS for arg in ("--ignore", str(REPO / "tests" / folder))]
+    # The builders' own tests are part of the whole suite, but not of checking one image.
+    env[BUILDER_TESTS_ENV] = "0" if image and not args.build_tests else "1"
     code = subprocess.run(cmd, env=env, cwd=REPO, check=False).returncode
     if code != 0:
         raise UserError(f"the test suite failed against {image or 'tf29-env:test-gpu'} (pytest exit {code})",
@@ -172,7 +171,7 @@ def cmd_push(args: argparse.Namespace) -> int:
                        retries=args.retries)
     result = {"registry": args.registry, "image": image, "pushed": [{"ref": p.ref, "digest": p.digest} for p in pushed]}
     if record is not None:
-        records.write_json(records.variant_dir(args.output_dir, str(record["variant"])) / "push.json", result)
+        records.write_json(records.variant_dir(args.output_dir, str(record["variant"])) / records.PUSH_FILE, result)
     if args.json:
         print(json.dumps(result, sort_keys=True), flush=True)
     else:
@@ -196,16 +195,12 @@ def cmd_size(args: argparse.Namespace) -> int:
         sizegate.record(args.size_baseline, variant, base, size, image)
         log(f"recorded {manifest.human_size(size)} for {sizegate.key(variant, base)} in {args.size_baseline}")
         return 0
-    entry = baseline["images"].get(sizegate.key(variant, base))
-    limit = sizegate.limit(baseline, args.max_growth)
-    verdict = sizegate.judge(size, int(entry["bytes"]) if entry else None, limit)
+    verdict = sizegate.judge_image(baseline, variant, base, size, args.max_growth)
     if args.json:
         print(json.dumps({"image": image, "ok": verdict.ok, "size": size, "baseline": verdict.baseline,
-                          "limit_percent": limit, "growth_percent": verdict.growth_percent}), flush=True)
-    if not verdict.ok:
-        inventory = run_in_image(client, image, "inventory")
-        raise sizegate.failure(verdict, sizegate.largest_layers(client, image), sizegate.largest_packages(inventory))
-    log(verdict.line())
+                          "limit_percent": verdict.limit_percent, "growth_percent": verdict.growth_percent}),
+              flush=True)
+    sizegate.enforce(client, image, verdict, lambda: inventory(client, image), log)
     return 0
 
 
@@ -213,9 +208,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     image, record = chosen_image(args)
     variant = str(record["variant"]) if record else labels.of_image(engine.inspect(engine.connect(), image)).get(
         labels.VARIANT) or "image"
-    folder = records.variant_dir(args.output_dir, variant) / "export"
+    folder = records.variant_dir(args.output_dir, variant) / records.EXPORT_DIR
     done = export.export(engine.connect(), image, folder, args.sif, logger(args))
-    records.write_json(folder / "export.json", done.record)
+    records.write_json(folder / records.EXPORT_FILE, done.record)
     if args.json:
         print(json.dumps(done.record, sort_keys=True), flush=True)
     else:

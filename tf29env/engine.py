@@ -45,13 +45,15 @@ def inspect(client: DockerClient, ref: str) -> dict[str, Any]:
     return attrs
 
 
-def run_python(client: DockerClient, image: str, script: str, args: list[str], timeout: float = 300) -> str:
-    """Run a Python script in a throwaway container (no network, entrypoint bypassed); its output.
+def run_python(client: DockerClient, image: str, script: str, args: list[str], timeout: float = 300,
+               python: str = IMAGE_PYTHON) -> str:
+    """Run a Python script with the image's python in a throwaway container (no network, entrypoint
+    bypassed); its output.
 
     A non-zero exit raises with the output's last lines: the image cannot run its own Python.
     """
     container = client.containers.create(
-        image, entrypoint=[IMAGE_PYTHON, "-c", script], command=args, network_mode="none",
+        image, entrypoint=[python, "-c", script], command=args, network_mode="none",
         environment={"TF_CPP_MIN_LOG_LEVEL": "3"},
     )
     try:

@@ -1,19 +1,23 @@
-"""What a built image really holds (TF, Python, OS, CUDA and cuDNN versions), read by running it.
+"""What a built image really holds (TF, Python, OS, CUDA and cuDNN versions; its packages), read by
+running the scripts in image/probes/ in it.
 
 Tags and labels are computed from these facts, never from what the build was asked for.
 """
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from docker import DockerClient
 
 from tf29env import engine
 from tf29env.errors import EXIT_BUILD, UserError
-from tf29env.paths import PACKAGE
+from tf29env.paths import PROBES
 
-IN_IMAGE_SCRIPT = PACKAGE / "inimage.py"
+FACTS_PROBE = PROBES / "facts.py"
+INVENTORY_PROBE = PROBES / "inventory.py"
 
 
 @dataclass(frozen=True)
@@ -46,15 +50,29 @@ class ImageFacts:
         return cls(**{name: data[name] for name in cls.__dataclass_fields__})
 
 
-def run_in_image(client: DockerClient, image: str, mode: str) -> dict[str, Any]:
-    """Run inimage.py MODE in a throwaway container of image and parse its JSON line."""
-    output = engine.run_python(client, image, IN_IMAGE_SCRIPT.read_text(), [mode])
+def run_probe(client: DockerClient, image: str, script: Path, args: Sequence[str] = (),
+              python: str = engine.IMAGE_PYTHON) -> dict[str, Any]:
+    """Run one of image/probes/ in a throwaway container of image (no network) and parse its JSON line."""
+    output = engine.run_python(client, image, script.read_text(), list(args), python=python)
     lines = [line for line in output.splitlines() if line.startswith("{")]
     if not lines:
-        raise UserError(f"{image}: the {mode} probe printed no JSON: {output.strip()[-300:]}", EXIT_BUILD)
+        raise UserError(f"{image}: {script.name} printed no JSON: {output.strip()[-300:]}", EXIT_BUILD)
     data: dict[str, Any] = json.loads(lines[-1])
     return data
 
 
 def probe(client: DockerClient, image: str) -> ImageFacts:
-    return ImageFacts.from_dict(run_in_image(client, image, "facts"))
+    return ImageFacts.from_dict(run_probe(client, image, FACTS_PROBE))
+
+
+def inventory(client: DockerClient, image: str, sonames: Sequence[str] = (),
+              python: str = engine.IMAGE_PYTHON) -> dict[str, Any]:
+    """What image holds, as its python sees it: Python distributions (licenses, requirements, bytes),
+    pip freeze, dpkg packages (bytes, dependencies), the OS release, and the libraries named by
+    sonames, hashed (image/probes/inventory.py)."""
+    return run_probe(client, image, INVENTORY_PROBE, sonames, python)
+
+
+def dist_bytes(dist: dict[str, Any]) -> int:
+    """All the bytes of one distribution in an inventory: code and data, bytecode, C++ headers."""
+    return int(dist["bytes"]) + int(dist["pyc_bytes"]) + int(dist["header_bytes"])

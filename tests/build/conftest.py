@@ -21,6 +21,7 @@ from docker import DockerClient
 
 from testkit.registry import local_registry
 from tests.conftest import host_ca_certs
+from tf29env.commands import BUILDER_TESTS_ENV
 from tf29env.paths import REPO
 
 REPOSITORY = "tf29-env-buildtest"
@@ -87,3 +88,8 @@ def closed_port() -> Iterator[int]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         yield int(sock.getsockname()[1])
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """`build.py test IMAGE` checks one image: these tests, which build build.py itself, are left out."""
+    return True if os.environ.get(BUILDER_TESTS_ENV) == "0" else None

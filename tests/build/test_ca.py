@@ -20,7 +20,9 @@ from tests.build.conftest import REPOSITORY, build_py, untag_repository
 from tests.conftest import host_ca_certs
 from tests.image.test_image_contents import CA_PROBE, ca_needles, host_cas
 from tests.unit.test_build_context import TEST_CA, TEST_CA_SHA256
-from tf29env import context, engine, labels
+from tf29env import engine
+from tf29env.build import cacerts
+from tf29env.release import labels
 
 KEPT_REPOSITORY = f"{REPOSITORY}-ca"
 # The default index, named explicitly: the build works as without it, and the history shows it.
@@ -63,9 +65,9 @@ def test_build_only_cas_leave_no_trace(variant: str, built: dict[str, dict[str, 
     steps = history(record["id"])
     assert not [cert.fingerprint for cert in cas if ca_needles(cert)[0].decode() in "\n".join(steps)]
     recorded = [recorded_args(line) for line in steps if line.startswith("|")]
-    assert not [args for args in recorded if context.CA_BUILD_ARG in args]
+    assert not [args for args in recorded if cacerts.CA_BUILD_ARG in args]
     # The kept-CA step and the last RUN, after `ARG TRUST_CA_CERTS=`: empty, nothing kept.
-    assert [args[context.TRUST_BUILD_ARG] for args in recorded if context.TRUST_BUILD_ARG in args] == ["", ""]
+    assert [args[cacerts.TRUST_BUILD_ARG] for args in recorded if cacerts.TRUST_BUILD_ARG in args] == ["", ""]
 
 
 @pytest.fixture(scope="module")
@@ -118,6 +120,6 @@ def test_history_shows_the_index_url_verbatim_and_no_ca(kept: dict[str, Any], do
     apt_step = [recorded_args(line) for line in runs if "apt-get install" in line][-1]
     assert "PIP_INDEX_URL" not in apt_step and apt_step["APT_MIRROR"] == ""
     ca_step = next(recorded_args(line) for line in runs if "update-ca-certificates" in line)
-    assert ca_step[context.TRUST_BUILD_ARG] == "1"
-    assert not [line for line in runs if context.CA_BUILD_ARG in recorded_args(line)]
+    assert ca_step[cacerts.TRUST_BUILD_ARG] == "1"
+    assert not [line for line in runs if cacerts.CA_BUILD_ARG in recorded_args(line)]
     assert TEST_CA.splitlines()[5] not in "\n".join(history(kept["id"]))

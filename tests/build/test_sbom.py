@@ -12,10 +12,16 @@ from typing import Any
 import pytest
 from docker import DockerClient
 
+from testkit.sbom import normalized
 from tests.build.conftest import build_py
-from tf29env import engine, labels, licenses, nvidia, sbom, sbomlayer
+from tf29env import engine
+from tf29env.build import finallayer
+from tf29env.build.variants import CUDA_SONAMES
 from tf29env.errors import EXIT_NO_DATABASE
-from tf29env.records import SBOM_FILE
+from tf29env.facts import inventory
+from tf29env.release import labels
+from tf29env.release.records import SBOM_FILE
+from tf29env.supplychain import licenses, nvidia, sbom
 
 VARIANTS = ["cpu", "gpu"]
 
@@ -43,7 +49,7 @@ def test_the_sbom_is_beside_the_manifest_and_in_the_image(variant: str, built: d
     text = path.read_text()
     sbom.validate(text, str(path))
     image_labels = labels.of_image(engine.inspect(docker_client, record["id"]))
-    assert image_labels[labels.SBOM] == sbomlayer.SBOM_PATH
+    assert image_labels[labels.SBOM] == finallayer.SBOM_PATH
     status, inside = in_image(docker_client, record["id"], "cat", image_labels[labels.SBOM])
     assert status == 0 and inside == text
     root = json.loads(text)["metadata"]["component"]
@@ -53,10 +59,11 @@ def test_the_sbom_is_beside_the_manifest_and_in_the_image(variant: str, built: d
     shown = {p["name"]: p["value"] for p in properties if p["name"] != sbom.PROP_TAG}
     assert shown[labels.BASE] == record["base"] and shown[labels.BASE_DIGEST] == record["base_digest"]
     assert shown["org.opencontainers.image.revision"] == record["revision"]
-    # The SBOM layer is a COPY and a LABEL on the labelled image: no RUN, nothing else changed.
+    # The final layer is a COPY and a LABEL (every label) on the Dockerfile's image: no RUN, nothing else.
     history = docker_client.api.history(record["id"])
-    assert "LABEL io.tf29-env.sbom" in history[0]["CreatedBy"] and "COPY" in history[1]["CreatedBy"]
-    assert "LABEL" in history[2]["CreatedBy"]
+    assert "LABEL " in history[0]["CreatedBy"] and "COPY" in history[1]["CreatedBy"]
+    assert all(f"{key}=" in history[0]["CreatedBy"] for key in labels.KEYS), history[0]["CreatedBy"]
+    assert "LABEL devcontainer.metadata" in history[2]["CreatedBy"]
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -76,7 +83,7 @@ def test_it_lists_what_the_image_holds(variant: str, built: dict[str, dict[str, 
         status, _ = in_image(docker_client, built[variant]["id"], "test", "-e", "/usr/share/doc/tf29-env/licenses")
         assert status != 0
         return
-    assert sorted(c["name"] for c in libs) == sorted(sbom.NVIDIA_SONAMES)
+    assert sorted(c["name"] for c in libs) == sorted(CUDA_SONAMES)
     # The wheels' own license files, as the stand-in's cached wheels hold them.
     wheel_files = nvidia.for_base(built[variant]["base"], lambda _line: None).files
     assert wheel_files
@@ -97,7 +104,7 @@ def test_the_license_summary_is_beside_it(variant: str, built: dict[str, dict[st
                                                       for name in ("licenses.json", "licenses.md"))
     assert sum(summary["counts"].values()) == summary["python_packages"] == len(pypi_names(stored(output_dir, variant)))
     assert summary == licenses.summary(stored(output_dir, variant))
-    assert len(summary["nvidia"]) == (len(sbom.NVIDIA_SONAMES) if variant == "gpu" else 0)
+    assert len(summary["nvidia"]) == (len(CUDA_SONAMES) if variant == "gpu" else 0)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -106,13 +113,14 @@ def test_made_again_from_the_image_it_differs_only_in_time_and_serial(
     record = built[variant]
     first = stored(output_dir, variant)
     wheels = nvidia.for_base(record["base"], lambda _line: None)
-    again = sbom.make_bom(sbom.probe(docker_client, record["id"]), name=first["metadata"]["component"]["name"],
+    data = inventory(docker_client, record["id"], CUDA_SONAMES)
+    again = sbom.make_bom(data, name=first["metadata"]["component"]["name"],
                           version=record["version"], refs=record["refs"],
                           image_labels=labels.of_image(engine.inspect(docker_client, record["id"])),
                           nvidia_sources=wheels.sources)
     second = json.loads(sbom.to_json(again))
     assert second["serialNumber"] != first["serialNumber"]
-    assert sbom.normalized(second) == sbom.normalized(first)
+    assert normalized(second) == normalized(first)
 
 
 def test_audit_of_the_last_build_without_a_database(built: dict[str, dict[str, Any]], output_dir: Path) -> None:

@@ -10,8 +10,9 @@ import pytest
 from docker import DockerClient
 
 from tests.build.conftest import REPOSITORY, build_py, ca_args, untag_repository
-from tf29env import engine, labels
-from tf29env.variants import VARIANTS as BUILD_VARIANTS
+from tf29env import engine
+from tf29env.build.variants import VARIANTS as BUILD_VARIANTS
+from tf29env.release import labels
 
 # What the stand-in bases hold: Debian 11's python3 (3.9), TF 2.9.3 built for CUDA 11.2 / cuDNN 8.
 FULL_TAGS = {"gpu": "2.9.3-gpu-cuda11.2-cudnn8-py3.9-debian11", "cpu": "2.9.3-cpu-py3.9-debian11"}
@@ -41,7 +42,7 @@ def test_labels_are_present_and_true(variant: str, built: dict[str, dict[str, An
                                      docker_client: DockerClient) -> None:
     record = built[variant]
     found = engine.inspect(docker_client, record["id"])["Config"]["Labels"]
-    for name in (*labels.LABEL_ARGS, *labels.FIXED_LABELS):
+    for name in labels.KEYS:
         assert name in found, name
     assert found["org.opencontainers.image.version"] == FULL_TAGS[variant]
     assert found["org.opencontainers.image.revision"] == record["revision"]

@@ -9,7 +9,8 @@ import pytest
 
 from tests.deploy import image_facts
 from tests.deploy.chart import Values, merged_values, our_values
-from tf29env import push, tags, variants
+from tf29env.build import variants
+from tf29env.release import push, tags
 
 GPU_RESOURCE = "nvidia.com/gpu"
 WANTED_GPUS = {"cpu": None, "gpu-1": "1", "gpu-2": "2"}

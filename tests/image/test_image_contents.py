@@ -8,7 +8,8 @@ from docker import DockerClient
 
 from testkit.containers import TrackedContainer
 from tests.conftest import HOST_EXTRA_CAS
-from tf29env import context, labels
+from tf29env.build import cacerts
+from tf29env.release import labels
 
 PROBE = """
 import json, subprocess, sys
@@ -80,12 +81,12 @@ def test_clean_filesystem(tracked: TrackedContainer) -> None:
     assert out == "[/etc/ssh/host-keys:||/tmp:||/var/lib/apt/lists:|0]", out
 
 
-def host_cas() -> list[context.CaCert]:
+def host_cas() -> list[cacerts.CaCert]:
     """The build machine's extra CAs: what the test builds pass as build-only --ca-cert (tests/conftest.py)."""
-    return context.load_certs(sorted(HOST_EXTRA_CAS.glob("*.crt")), "host CA")
+    return cacerts.load_certs(sorted(HOST_EXTRA_CAS.glob("*.crt")), "host CA")
 
 
-def ca_needles(cert: context.CaCert) -> list[bytes]:
+def ca_needles(cert: cacerts.CaCert) -> list[bytes]:
     """Byte strings found wherever the certificate is, as PEM (a whole base64 line from its middle:
     PEM is wrapped at 64) or as DER."""
     lines = cert.pem.splitlines()[1:-1]

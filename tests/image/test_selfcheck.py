@@ -15,7 +15,7 @@ from docker.models.containers import Container
 
 from testkit.containers import TrackedContainer
 from testkit.wait import wait_until
-from tf29env.standin import CUDA_WHEELS
+from tf29env.build.variants import CUDA_WHEELS
 
 SUMMARY = "GPU visible:"  # in the banner's last line
 REPORT = "/run/tf29-env/selfcheck.json"

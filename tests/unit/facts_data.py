@@ -1,4 +1,4 @@
-"""Facts recorded from real images by tf29env/inimage.py (`facts` mode), for the unit tests.
+"""Facts recorded from real images by image/probes/facts.py (`facts` mode), for the unit tests.
 
 GPU_STANDIN: tf29-env:dev-gpu (stand-in base tf29-env-standin:bullseye-cuda11), 2026-12-02, no GPU.
 CPU_STANDIN: tf29-env-i4:2.9.3-cpu-py3.9-debian11 (base tf29-env-standin:bullseye), 2026-12-02.

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from tf29env import sbom, vulns
 from tf29env.errors import EXIT_BUILD, EXIT_INPUT, EXIT_NO_DATABASE, UserError
 from tf29env.paths import REPO
+from tf29env.supplychain import sbom, vulns
 
 DEAD_PROXY = "http://127.0.0.1:9"  # nothing listens there: no database can be reached through it
 GOOD_ENTRY = ('[[advisory]]\nid = "CVE-2023-25668"\npackages = ["tensorflow"]\n'

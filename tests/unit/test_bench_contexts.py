@@ -1,5 +1,5 @@
 """bench.contexts and bench.slim: the changed copies of build.py's real build context (the
-checkout's files, read through tf29env.context.write); the working tree itself is never written."""
+checkout's files, read through tf29env.build.context.write); the working tree itself is never written."""
 
 import io
 import tarfile

@@ -1,16 +1,18 @@
-"""bench.floor and bench.floor_probe: dpkg parsing, requirement graphs, the floor and the gap.
+"""bench.floor and the inventory probe's file sizes: dpkg parsing, requirement graphs, the floor and the gap.
 
 Recorded data: the dpkg stanzas are `dpkg -s` of tf29-env:test-gpu (Debian 11, 2026-12-03), and the
 Requires-Dist lists are importlib.metadata's `requires` for pandas 2.0.3 and jupyter-server-proxy
 4.5.0 in the same image (shortened to a few of their extras)."""
 
+import importlib.util
 import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bench import floor, floor_probe
+from bench import floor
+from tf29env.facts import INVENTORY_PROBE
 
 DPKG = """\
 Package: python3
@@ -43,9 +45,9 @@ PROXY = ['aiohttp', "importlib-metadata>=4.8.3; python_version < '3.10'", 'jupyt
 
 
 def test_dpkg_status_keeps_installed_packages_with_their_dependencies() -> None:
-    packages = floor_probe.parse_dpkg_status(DPKG)
+    packages = floor.parse_dpkg_status(DPKG)
     assert sorted(packages) == ["python3", "python3.9", "tini"]  # config-files only: not installed
-    assert packages["python3"] == {"kib": 89, "depends": ["python3-minimal", "python3.9", "libpython3-stdlib"]}
+    assert packages["python3"] == {"bytes": 89 * 1024, "depends": ["python3-minimal", "python3.9", "libpython3-stdlib"]}
     # A continuation line and an alternative (media-types | mime-support): both names kept.
     assert packages["python3.9"]["depends"] == ["python3.9-minimal", "libpython3.9-stdlib", "media-types",
                                                 "mime-support"]
@@ -84,17 +86,17 @@ def probe_document() -> dict[str, Any]:
 
     return {
         "python_version": "3.9", "python_full_version": "3.9.2",
-        "dists": [dist("tensorflow-cpu", ["numpy"], 700, pyc=60, headers=90), dist("numpy", [], 50, pyc=5),
+        "python": [dist("tensorflow-cpu", ["numpy"], 700, pyc=60, headers=90), dist("numpy", [], 50, pyc=5),
                   dist("jupyterlab", [], 30), dist("pandas", ["numpy"], 40), dist("matplotlib", ["numpy"], 30),
                   dist("jupyterhub", ["SQLAlchemy"], 8), dist("sqlalchemy", [], 20)],
-        "dpkg": {"python3": {"kib": 1, "depends": ["python3.9", "libc6"]}, "python3.9": {"kib": 2, "depends": []},
-                 "libc6": {"kib": 100, "depends": []}, "git": {"kib": 3, "depends": ["perl"]},
-                 "perl": {"kib": 4, "depends": ["libc6"]}},
+        "dpkg": [{"name": name, "bytes": kib * 1024, "depends": depends} for name, kib, depends in (
+            ("python3", 1, ["python3.9", "libc6"]), ("python3.9", 2, []), ("libc6", 100, []), ("git", 3, ["perl"]),
+            ("perl", 4, ["libc6"]))],
     }
 
 
 def test_analyse_splits_floor_and_gap_and_accounts_for_every_byte() -> None:
-    result = floor.analyse(probe_document(), {"libc6": {"kib": 100, "depends": []}}, added_bytes=2000,
+    result = floor.analyse(probe_document(), {"libc6": {"bytes": 100 * 1024, "depends": []}}, added_bytes=2000,
                            own_files_bytes=7)
     assert result["roots"][0] == "tensorflow-cpu" and result["roots_missing"] == []
     assert result["floor_parts"] == {
@@ -112,7 +114,7 @@ def test_analyse_splits_floor_and_gap_and_accounts_for_every_byte() -> None:
 
 def test_analyse_names_missing_roots() -> None:
     document = probe_document()
-    document["dists"] = [d for d in document["dists"] if d["name"] not in ("jupyterlab", "tensorflow-cpu")]
+    document["python"] = [d for d in document["python"] if d["name"] not in ("jupyterlab", "tensorflow-cpu")]
     result = floor.analyse(document, {}, added_bytes=10**6)
     assert result["roots_missing"] == ["tensorflow", "jupyterlab"]
 
@@ -130,6 +132,16 @@ def test_a_file_reached_twice_counts_once(tmp_path: Path) -> None:
     entries += [("core/main.js", str(tmp_path / "core" / "main.js")), ("copy.js", str(tmp_path / "copy.js")),
                 ("gone.js", str(tmp_path / "gone.js")), ("core", str(tmp_path / "core"))]
     seen: set[tuple[int, int]] = set()
-    assert floor_probe.file_bytes(entries, seen) == {"bytes": 1000, "pyc_bytes": 10, "header_bytes": 0}
+    probe = inventory_probe()
+    assert probe.file_bytes(entries, seen) == {"bytes": 1000, "pyc_bytes": 10, "header_bytes": 0}
     # Another distribution listing the same file gets nothing for it.
-    assert floor_probe.file_bytes([("x/main.js", str(served / "main.js"))], seen)["bytes"] == 0
+    assert probe.file_bytes([("x/main.js", str(served / "main.js"))], seen)["bytes"] == 0
+
+
+def inventory_probe() -> Any:
+    """image/probes/inventory.py as a module (it runs in images; here its functions are tested)."""
+    spec = importlib.util.spec_from_file_location("inventory_probe", INVENTORY_PROBE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

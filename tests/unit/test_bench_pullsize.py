@@ -189,7 +189,7 @@ def test_manifest_layers_in_order() -> None:
     image = blobs(IMAGE)
     assert len(image) == 15
     assert image[0] == Blob("sha256:5f51ae149334a5f61f22a8c7753442986ad3c1fdb8eef4d3ff440e38c379e38c", 56708884)
-    assert image[-1].size == 101236  # build.py's SBOM layer, on top
+    assert image[-1].size == 101236  # build.py's final layer (labels, SBOM), on top
 
 
 @pytest.mark.parametrize("document", [

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tf29env.config import NetworkInputs
+from tf29env.build.network import NetworkInputs
 from tf29env.errors import EXIT_INPUT, UserError
 
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tf29env import context
-from tf29env.build_image import BuildRequest
+from tf29env.build import cacerts, context
+from tf29env.build.pipeline import BuildRequest
+from tf29env.build.variants import VARIANTS
 from tf29env.errors import EXIT_INPUT, UserError
 from tf29env.paths import REPO
-from tf29env.variants import VARIANTS
 
 # Two throwaway self-signed CAs (EC P-256, no use beyond these tests; their keys were not kept), with
 # the fingerprints `openssl x509 -noout -fingerprint -sha256` printed for them.
@@ -97,7 +97,7 @@ def context_files(trusted: list[Path]) -> dict[str, bytes]:
 def test_certificates_are_read_with_their_fingerprints(tmp_path: Path) -> None:
     # A bundle as people keep them: comments between the blocks, one certificate twice.
     bundle = write_file(tmp_path, "corp.pem", f"# proxy CA\n{TEST_CA}\nissuer: ...\n{SECOND_CA}{TEST_CA}")
-    certs = context.load_certs(context.ca_files([tmp_path]), "--ca-cert")
+    certs = cacerts.load_certs(cacerts.ca_files([tmp_path]), "--ca-cert")
     assert [cert.fingerprint for cert in certs] == [TEST_CA_SHA256, SECOND_CA_SHA256]
     assert [cert.pem for cert in certs] == [TEST_CA, SECOND_CA]
     assert certs[0].source == bundle
@@ -114,7 +114,7 @@ def test_certificates_are_read_with_their_fingerprints(tmp_path: Path) -> None:
 def test_bad_certificate_files(tmp_path: Path, text: str, words: str) -> None:
     path = write_file(tmp_path, "bad.crt", text)
     with pytest.raises(UserError) as info:
-        context.ca_files([path], "--trust-ca-cert")
+        cacerts.ca_files([path], "--trust-ca-cert")
     assert info.value.exit_code == EXIT_INPUT
     assert str(info.value) == f"--trust-ca-cert {path}: {words}"
 
@@ -122,7 +122,7 @@ def test_bad_certificate_files(tmp_path: Path, text: str, words: str) -> None:
 def test_build_only_certificates_go_to_the_build_arg_only(tmp_path: Path) -> None:
     ca = write_file(tmp_path, "proxy.crt", TEST_CA)
     request = BuildRequest(variant=VARIANTS["cpu"], ca_certs=[ca])
-    assert request.ca_args == {context.CA_BUILD_ARG: TEST_CA}
+    assert request.ca_args == {cacerts.CA_BUILD_ARG: TEST_CA}
     assert request.trusted_cas == ""
     files = context_files(request.trusted_files)
     assert [name for name in files if name.startswith("ca-certs/")] == ["ca-certs/README.md"]
@@ -134,7 +134,7 @@ def test_kept_certificates_go_to_the_context_and_the_build(tmp_path: Path) -> No
     kept = write_file(tmp_path, "corp.pem", SECOND_CA + TEST_CA)
     request = BuildRequest(variant=VARIANTS["cpu"], ca_certs=[proxy], trust_ca_certs=[kept])
     # The build gets each certificate once; the Dockerfile keeps what ca-certs/ holds.
-    assert request.ca_args == {context.CA_BUILD_ARG: TEST_CA + SECOND_CA, context.TRUST_BUILD_ARG: "1"}
+    assert request.ca_args == {cacerts.CA_BUILD_ARG: TEST_CA + SECOND_CA, cacerts.TRUST_BUILD_ARG: "1"}
     assert request.trusted_cas == f"{SECOND_CA_SHA256},{TEST_CA_SHA256}"
     files = context_files(request.trusted_files)
     certs = {name: data for name, data in files.items() if name.startswith("ca-certs/") and name.endswith(".crt")}
@@ -144,34 +144,42 @@ def test_kept_certificates_go_to_the_context_and_the_build(tmp_path: Path) -> No
 
 def test_too_many_certificates_for_one_environment_variable() -> None:
     # 1 KiB of DER is about 1.4 KiB of PEM: 100 of them are over Linux's 128 KiB per variable.
-    certs = [context.CaCert(Path("bundle.pem"), os.urandom(1024)) for _ in range(100)]
+    certs = [cacerts.CaCert(Path("bundle.pem"), os.urandom(1024)) for _ in range(100)]
     with pytest.raises(UserError) as info:
-        context.ca_buildargs(certs, [])
+        cacerts.ca_buildargs(certs, [])
     assert "100 certificates" in str(info.value) and "not a whole trust store" in str(info.value)
-    assert context.CA_BUILD_ARG in context.ca_buildargs(certs[:50], [])
+    assert cacerts.CA_BUILD_ARG in cacerts.ca_buildargs(certs[:50], [])
 
 
 def test_a_file_dropped_into_ca_certs_is_refused(tmp_path: Path) -> None:
     (tmp_path / "README.md").write_text("x")
-    context.check_ca_dir(tmp_path)
+    cacerts.check_ca_dir(tmp_path)
     write_file(tmp_path, "corp.crt", TEST_CA)
     with pytest.raises(UserError) as info:
-        context.check_ca_dir(tmp_path)
+        cacerts.check_ca_dir(tmp_path)
     assert str(info.value).startswith("ca-certs/corp.crt: build.py does not read ca-certs/")
-    context.check_ca_dir()  # the checkout's own: only its README
+    cacerts.check_ca_dir()  # the checkout's own: only its README
 
 
 def test_the_dockerfile_reads_the_ca_build_args_without_declaring_them() -> None:
     dockerfile = (REPO / "Dockerfile").read_text()
     # Declared (ARG FTP_PROXY), the CAs would be written into the history with every RUN line.
-    assert f"ARG {context.CA_BUILD_ARG}" not in dockerfile
-    # Every step that downloads (apt-get update, pip install) adds the build-only CAs and drops the
-    # arg before anything else runs; there are such steps for apt and for pip at least.
+    assert f"ARG {cacerts.CA_BUILD_ARG}" not in dockerfile
+    # Every step that downloads (apt-get update, pip install) sources build-ca.sh before it downloads
+    # and removes the bundle before it ends; there are such steps for apt and for pip at least.
     steps = [step for step in dockerfile.replace("\\\n", " ").splitlines() if step.startswith("RUN ")]
     downloading = [step for step in steps if "apt-get update" in step or "pip install" in step]
     assert len(downloading) >= 2
+    source = ". /usr/local/lib/tf29-env-build/build-ca.sh"
     for step in downloading:
-        assert f'[[ "${{{context.CA_BUILD_ARG}:-}}" == *"-----BEGIN CERTIFICATE-----"* ]]' in step, step[:120]
-        assert f"unset {context.CA_BUILD_ARG} ftp_proxy" in step, step[:120]
-    assert dockerfile.count(f"unset {context.CA_BUILD_ARG} ftp_proxy") == len(downloading)
-    assert f"ARG {context.TRUST_BUILD_ARG}=\n" in dockerfile
+        first_download = min(step.find(word) for word in ("apt-get update", "pip install") if word in step)
+        assert -1 < step.find(source) < first_download, step[:120]
+        assert step.rfind("build_ca_done") > step.rfind("pip install") and step.rfind("build_ca_done") > step.rfind(
+            "apt-get install"), step[:120]
+    assert dockerfile.count(source) == len(downloading)
+    # build-ca.sh takes the CAs only from a PEM value and drops the arg before anything else runs.
+    script = (REPO / "build-ca.sh").read_text()
+    assert f'[[ "${{{cacerts.CA_BUILD_ARG}:-}}" == *"-----BEGIN CERTIFICATE-----"* ]]' in script
+    assert f"unset {cacerts.CA_BUILD_ARG} ftp_proxy" in script
+    assert "rm -f /tmp/build-ca.pem /etc/apt/apt.conf.d/00tf29-env-build-ca" in script
+    assert f"ARG {cacerts.TRUST_BUILD_ARG}=\n" in dockerfile

@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 from tests.unit.facts_data import GPU_STANDIN
-from tf29env import manifest
+from tf29env.release import manifest
 
 SAMPLE = manifest.Manifest(
     image="tf29-env:2.9.3-gpu-cuda11.2-cudnn8-py3.9-debian11", image_id="sha256:" + "b" * 64, variant="gpu",

@@ -4,8 +4,8 @@ import socket
 
 import pytest
 
-from tf29env import push
 from tf29env.errors import EXIT_INPUT, EXIT_PUSH, UserError
+from tf29env.release import push
 
 
 @pytest.mark.parametrize(("value", "expected"), [

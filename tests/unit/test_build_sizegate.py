@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from tf29env import sizegate
 from tf29env.errors import EXIT_BUILD, EXIT_INPUT, UserError
 from tf29env.paths import SIZE_BASELINE
+from tf29env.release import sizegate
 
 
 def test_judge() -> None:
@@ -40,7 +40,8 @@ def test_unreadable_baseline(tmp_path: Path) -> None:
 
 
 def test_failure_lists_layers_and_packages() -> None:
-    inventory = {"pip": [{"name": "tensorflow", "version": "2.9.3", "bytes": 1_500_000_000}],
+    inventory = {"python": [{"name": "tensorflow", "version": "2.9.3", "bytes": 1_400_000_000, "pyc_bytes": 60_000_000,
+                             "header_bytes": 40_000_000}],
                  "dpkg": [{"name": "libc6", "version": "2.31", "bytes": 12_000_000}]}
     error = sizegate.failure(sizegate.judge(300, 100, 20), ["  4.0 GiB  RUN pip install"],
                              sizegate.largest_packages(inventory))

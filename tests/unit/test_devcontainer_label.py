@@ -1,4 +1,4 @@
-"""tf29env/devcontainer.py: the Dev Containers label must parse and name the image's own user and
+"""tf29env/build/devcontainer.py: the Dev Containers label must parse and name the image's own user and
 Jupyter port. The label text is the one the Dockerfile produced (read back from a built image with
 `docker inspect -f '{{index .Config.Labels "devcontainer.metadata"}}'`, 2026-12-03)."""
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tf29env import devcontainer
+from tf29env.build import devcontainer
 from tf29env.errors import EXIT_BUILD, UserError
 
 BUILT = ('[{"remoteUser": "jovyan", "hostRequirements": {"gpu": "optional"}, "forwardPorts": [8888], '

@@ -12,7 +12,7 @@ BIN = Path(sys.executable).parent
 # Every shell file outside the entrypoint (which shellcheck follows into entrypoint.d/ on its own).
 SCRIPTS = sorted(str(path.relative_to(REPO)) for pattern in (
     "image/bin/*", "image/shell/*.sh", "scripts/*.sh", ".ci/run", "compose/start.d/*.sh", "deploy/slurm/*.sbatch",
-    "tests/hpc/node/*.sh")
+    "tests/hpc/node/*.sh", "build-ca.sh")
     for path in REPO.glob(pattern))
 
 # The one list of linters: `make lint` runs this file.

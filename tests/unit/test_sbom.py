@@ -11,20 +11,23 @@ from typing import Any
 import pytest
 from cyclonedx.contrib.this.builders import this_component
 
-from tf29env import licenses, sbom, tags
+from testkit.sbom import normalized
 from tf29env.errors import EXIT_BUILD, UserError
+from tf29env.facts import INVENTORY_PROBE
+from tf29env.release import labels
+from tf29env.supplychain import licenses, sbom
 
 LIBC = "libc.so.6"
 REFS = ["tf29-env:2.9.3-cpu-py3.9-debian11", "tf29-env:latest-cpu", "tf29-env:cpu-2026-12-03"]
 LABELS = {"org.opencontainers.image.revision": "0123456789abcdef0123456789abcdef01234567",
-          tags.CREATED_LABEL: "2026-12-03T10:00:00Z", "org.opencontainers.image.base.name": "debian:11",
+          labels.CREATED: "2026-12-03T10:00:00Z", "org.opencontainers.image.base.name": "debian:11",
           "org.opencontainers.image.base.digest": "sha256:" + "ab" * 32, "io.tf29-env.variant": "cpu"}
 
 
 @pytest.fixture(scope="module")
 def host_probe() -> dict[str, Any]:
-    """sbom_probe.py's report on this host (the venv's Python packages, dpkg, libc)."""
-    proc = subprocess.run([sys.executable, str(sbom.PROBE_SCRIPT), LIBC], capture_output=True, text=True,
+    """image/probes/inventory.py's report on this host (the venv's Python packages, dpkg, libc)."""
+    proc = subprocess.run([sys.executable, str(INVENTORY_PROBE), LIBC], capture_output=True, text=True,
                           check=True, timeout=120)
     data: dict[str, Any] = json.loads(proc.stdout)
     return data
@@ -85,11 +88,11 @@ def test_two_documents_of_the_same_image_differ_only_in_time_and_serial(probed: 
     later = make(probed, [*REFS[:2], "tf29-env:cpu-2026-12-04"])  # built a day later
     assert first["serialNumber"] != later["serialNumber"]
     assert first != later
-    assert sbom.normalized(first) == sbom.normalized(later)
+    assert normalized(first) == normalized(later)
     # ... and only those: another package version is a difference.
     changed = json.loads(json.dumps(probed))
     changed["python"][0]["version"] += ".post1"
-    assert sbom.normalized(make(changed)) != sbom.normalized(first)
+    assert normalized(make(changed)) != normalized(first)
 
 
 def test_a_document_that_fails_the_schema_is_one_line_exit_4(probed: dict[str, Any]) -> None:

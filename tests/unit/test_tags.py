@@ -6,13 +6,13 @@ import datetime
 import pytest
 
 from tests.unit.facts_data import CPU_STANDIN, GPU_STANDIN, OFFICIAL_GPU
-from tf29env import tags
 from tf29env.errors import EXIT_INPUT, UserError
 from tf29env.facts import ImageFacts
+from tf29env.release import labels, tags
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 WHEN = datetime.datetime(2026, 12, 2, 15, 4, 5)
-LABELS = {tags.REVISION_LABEL: SHA, tags.CREATED_LABEL: "2026-12-02T15:04:05Z"}
+LABELS = {labels.REVISION: SHA, labels.CREATED: "2026-12-02T15:04:05Z"}
 
 
 def test_gpu_standin_tags() -> None:

@@ -15,27 +15,26 @@ import datetime
 import re
 from dataclasses import dataclass
 
+from tf29env.build.variants import VARIANTS
 from tf29env.errors import UserError
 from tf29env.facts import ImageFacts
+from tf29env.release import labels
 
 # Docker's grammar for references, less digests: [host[:port]/]path[:tag].
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _HOST = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?)"
 REPOSITORY_RE = re.compile(rf"(?:{_HOST}/)?{_COMPONENT}(?:/{_COMPONENT})*")
 TAG_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
-VARIANTS = r"(?P<variant>gpu|cpu)"
+VARIANT_RE = rf"(?P<variant>{'|'.join(sorted(VARIANTS))})"
 
 FULL_RE = re.compile(
-    rf"(?P<tf>\d+\.\d+\.\d+)-{VARIANTS}(?:-cuda(?P<cuda>\d+\.\d+)-cudnn(?P<cudnn>\d+))?"
+    rf"(?P<tf>\d+\.\d+\.\d+)-{VARIANT_RE}(?:-cuda(?P<cuda>\d+\.\d+)-cudnn(?P<cudnn>\d+))?"
     r"-py(?P<py>\d+\.\d+)-(?P<os>[a-z]+)(?P<osver>\d+(?:\.\d+)*)"
 )
-MINOR_RE = re.compile(rf"(?P<tfminor>\d+\.\d+)-{VARIANTS}")
-LATEST_RE = re.compile(rf"latest-{VARIANTS}")
-DATE_RE = re.compile(rf"{VARIANTS}-(?P<date>\d{{4}}-\d{{2}}-\d{{2}})")
-SHA_RE = re.compile(rf"{VARIANTS}-(?P<sha>[0-9a-f]{{12}})")
-
-REVISION_LABEL = "org.opencontainers.image.revision"
-CREATED_LABEL = "org.opencontainers.image.created"
+MINOR_RE = re.compile(rf"(?P<tfminor>\d+\.\d+)-{VARIANT_RE}")
+LATEST_RE = re.compile(rf"latest-{VARIANT_RE}")
+DATE_RE = re.compile(rf"{VARIANT_RE}-(?P<date>\d{{4}}-\d{{2}}-\d{{2}})")
+SHA_RE = re.compile(rf"{VARIANT_RE}-(?P<sha>[0-9a-f]{{12}})")
 
 
 def validate_repository(name: str, flag: str = "--repository") -> None:
@@ -77,7 +76,7 @@ class Claim:
     problems: list[str]
 
 
-def check(tag: str, facts: ImageFacts, labels: dict[str, str]) -> Claim | None:
+def check(tag: str, facts: ImageFacts, image_labels: dict[str, str]) -> Claim | None:
     """What tag claims about the image, checked against its facts and labels; None when the tag
     is not in the scheme (a name a user chose, like dev-gpu), which claims nothing."""
     if match := FULL_RE.fullmatch(tag):
@@ -87,10 +86,10 @@ def check(tag: str, facts: ImageFacts, labels: dict[str, str]) -> Claim | None:
             problems = _variant(match, facts)
             if kind == "minor" and not facts.tensorflow.startswith(match["tfminor"] + "."):
                 problems.append(f"TensorFlow {facts.tensorflow} is not {match['tfminor']}.x")
-            if kind == "date" and not labels.get(CREATED_LABEL, "").startswith(match["date"]):
-                problems.append(f"{CREATED_LABEL} is {labels.get(CREATED_LABEL)!r}, not of {match['date']}")
-            if kind == "sha" and not labels.get(REVISION_LABEL, "").startswith(match["sha"]):
-                problems.append(f"{REVISION_LABEL} is {labels.get(REVISION_LABEL)!r}, not {match['sha']}")
+            if kind == "date" and not image_labels.get(labels.CREATED, "").startswith(match["date"]):
+                problems.append(f"{labels.CREATED} is {image_labels.get(labels.CREATED)!r}, not of {match['date']}")
+            if kind == "sha" and not image_labels.get(labels.REVISION, "").startswith(match["sha"]):
+                problems.append(f"{labels.REVISION} is {image_labels.get(labels.REVISION)!r}, not {match['sha']}")
             return Claim(tag, kind, problems)
     return None
 

@@ -13,9 +13,10 @@ from typing import Any
 
 from docker import DockerClient
 
-from tf29env import engine, labels
+from tf29env import engine
 from tf29env.errors import EXIT_BUILD, EXIT_INPUT, UserError
 from tf29env.log import Log
+from tf29env.release import labels
 
 SIF_MODES = ("auto", "yes", "no")
 APPTAINER_COMMANDS = ("apptainer", "singularity")

@@ -3,6 +3,7 @@ keyed by variant and base, since the official CUDA base and the stand-in differ 
 When it fails it says where the bytes are: the largest layers and packages."""
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,9 @@ from typing import Any
 from docker import DockerClient
 
 from tf29env.errors import EXIT_BUILD, UserError
-from tf29env.manifest import human_size
+from tf29env.facts import dist_bytes
+from tf29env.log import Log
+from tf29env.release.manifest import human_size
 
 DEFAULT_MAX_GROWTH = 20.0
 SHOWN = 8
@@ -50,12 +53,15 @@ class Verdict:
     size: int
     baseline: int | None
     limit_percent: float
+    skipped: bool = False
 
     @property
     def growth_percent(self) -> float | None:
         return None if not self.baseline else (self.size - self.baseline) * 100 / self.baseline
 
     def line(self) -> str:
+        if self.skipped:
+            return "size gate: skipped (--no-size-gate)"
         if self.baseline is None:
             return f"size gate: {human_size(self.size)}; no baseline recorded (`build.py size --record` makes one)"
         return (f"size gate: {human_size(self.size)} is {self.growth_percent:+.1f} % against the baseline "
@@ -67,6 +73,23 @@ def judge(size: int, baseline: int | None, limit_percent: float) -> Verdict:
     return Verdict(ok, size, baseline, limit_percent)
 
 
+def judge_image(baseline: dict[str, Any], variant: str, base: str, size: int, max_growth: float | None, *,
+                skipped: bool = False) -> Verdict:
+    """The verdict on an image of this variant and base (passed when skipped)."""
+    entry = baseline["images"].get(key(variant, base))
+    verdict = judge(size, None if skipped or not entry else int(entry["bytes"]), limit(baseline, max_growth))
+    return Verdict(verdict.ok, size, verdict.baseline, verdict.limit_percent, skipped)
+
+
+def enforce(client: DockerClient, image: str, verdict: Verdict, inventory: Callable[[], dict[str, Any]],
+            log: Log) -> None:
+    """Log the verdict, or raise (exit 4) with the largest layers and packages (inventory: the image's,
+    asked only then)."""
+    if not verdict.ok:
+        raise failure(verdict, largest_layers(client, image), largest_packages(inventory()))
+    log(verdict.line())
+
+
 def largest_layers(client: DockerClient, image: str) -> list[str]:
     history = client.api.history(image)
     layers = sorted((h for h in history if h.get("Size")), key=lambda h: int(h["Size"]), reverse=True)
@@ -75,9 +98,10 @@ def largest_layers(client: DockerClient, image: str) -> list[str]:
 
 
 def largest_packages(inventory: dict[str, Any]) -> list[str]:
-    packages = [("pip", p) for p in inventory.get("pip", [])] + [("deb", p) for p in inventory.get("dpkg", [])]
-    packages.sort(key=lambda kp: int(kp[1]["bytes"]), reverse=True)
-    return [f"{human_size(int(p['bytes'])):>10}  {kind} {p['name']} {p['version']}" for kind, p in packages[:SHOWN]]
+    packages = [("pip", p, dist_bytes(p)) for p in inventory["python"]]
+    packages += [("deb", p, int(p["bytes"])) for p in inventory["dpkg"]]
+    packages.sort(key=lambda kpb: kpb[2], reverse=True)
+    return [f"{human_size(size):>10}  {kind} {p['name']} {p['version']}" for kind, p, size in packages[:SHOWN]]
 
 
 def failure(verdict: Verdict, layers: list[str], packages: list[str]) -> UserError:

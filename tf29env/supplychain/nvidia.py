@@ -1,8 +1,8 @@
-"""The NVIDIA wheels behind the stand-in's CUDA libraries (tf29env/standin.py): which wheel each
+"""The NVIDIA wheels behind the stand-in's CUDA libraries (tf29env/build/standin.py): which wheel each
 library came from, and the wheel's license file, which the gpu image then carries beside its SBOM.
 
 The stand-in copies only the shared libraries out of the wheels; their license terms travel with
-the image through the SBOM layer (tf29env/sbomlayer.py), read here from the same cached wheels.
+the image through the final layer (tf29env/build/finallayer.py), read here from the same cached wheels.
 On the official nvidia/cuda base the libraries are dpkg's and the base carries NVIDIA's terms.
 """
 
@@ -11,13 +11,12 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from tf29env import standin
+from tf29env.build import standin
+from tf29env.build.variants import CUDA_WHEELS, STANDIN_CUDA
 from tf29env.log import Log
-from tf29env.paths import cache_dir
-from tf29env.sbom import NvidiaSource
-from tf29env.variants import STANDIN_CUDA
+from tf29env.supplychain.sbom import NvidiaSource
 
-# Where the image keeps the wheels' license files (beside the SBOM, tf29env/sbomlayer.py's DOC_DIR).
+# Where the image keeps the wheels' license files (beside the SBOM, tf29env/build/finallayer.py's DOC_DIR).
 LICENSE_DIR = "/usr/share/doc/tf29-env/licenses/nvidia"
 
 
@@ -25,13 +24,6 @@ LICENSE_DIR = "/usr/share/doc/tf29-env/licenses/nvidia"
 class WheelLicenses:
     sources: dict[str, NvidiaSource]  # soname -> where it came from
     files: dict[str, bytes]  # path in the image -> content (the wheels' license files)
-
-
-def cached_wheel(spec: str) -> Path | None:
-    """The wheel for NAME==VERSION in the stand-in's download cache (standin.download_wheels' naming)."""
-    name, version = spec.split("==")
-    found = sorted((cache_dir() / "wheels").glob(f"{name.replace('-', '_')}-{version}-*.whl"))
-    return found[0] if found else None
 
 
 def read_wheel(wheel: Path, spec: str) -> tuple[NvidiaSource, dict[str, bytes]]:
@@ -58,15 +50,15 @@ def for_base(base: str, log: Log) -> WheelLicenses:
     """The wheels' sources and license files when base is the stand-in CUDA base, else nothing."""
     if base != STANDIN_CUDA:
         return WheelLicenses({}, {})
-    wheels = {spec: cached_wheel(spec) for spec in standin.CUDA_WHEELS}
+    wheels = {spec: standin.cached_wheel(spec) for spec in CUDA_WHEELS}
     if any(path is None for path in wheels.values()):
         # The stand-in was made elsewhere, or the cache was cleared: fetch them again (cached after).
-        wheels = dict(zip(standin.CUDA_WHEELS, standin.download_wheels(log), strict=True))
+        wheels = dict(zip(CUDA_WHEELS, standin.download_wheels(log), strict=True))
     sources: dict[str, NvidiaSource] = {}
     files: dict[str, bytes] = {}
     for spec, wheel in wheels.items():
         assert wheel is not None
         source, wheel_files = read_wheel(wheel, spec)
         files.update(wheel_files)
-        sources.update(dict.fromkeys(standin.CUDA_WHEELS[spec], source))
+        sources.update(dict.fromkeys(CUDA_WHEELS[spec], source))
     return WheelLicenses(sources, files)

@@ -1,18 +1,15 @@
 """Runs INSIDE the image (Python 3.8 or 3.9, stdlib and the image's own selfcheck package), never
 imported on the host: prints one JSON object about what the image really holds, for tags,
-labels and the manifest.
-
-`facts` imports TensorFlow and asks the CUDA / cuDNN libraries themselves for their versions, so
-that a tag can never claim more than the image carries; `inventory` lists packages and sizes.
+labels and the manifest: it imports TensorFlow and asks the CUDA / cuDNN libraries themselves for
+their versions, so that a tag can never claim more than the image carries (image/probes/inventory.py
+lists the packages).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import platform
-import subprocess
 import sys
 from typing import Any
 
@@ -76,30 +73,5 @@ def facts() -> dict[str, Any]:
     }
 
 
-def dist_size(dist: Any) -> int:
-    total = 0
-    for path in dist.files or []:
-        with contextlib.suppress(OSError):
-            total += os.path.getsize(str(dist.locate_file(path)))
-    return total
-
-
-def inventory() -> dict[str, Any]:
-    from importlib import metadata  # noqa: PLC0415 - facts() must not pay for it
-
-    freeze = subprocess.run([sys.executable, "-m", "pip", "freeze", "--all"], check=True,
-                            stdout=subprocess.PIPE, text=True).stdout.split()
-    dpkg_out = subprocess.run(["dpkg-query", "-W", "-f", "${Package}\t${Version}\t${Installed-Size}\n"],
-                              check=True, stdout=subprocess.PIPE, text=True).stdout
-    dpkg = []
-    for line in dpkg_out.splitlines():
-        name, version, size = [*line.split("\t"), "", "", ""][:3]
-        dpkg.append({"name": name, "version": version, "bytes": int(size or 0) * 1024})
-    pip_sizes = [{"name": dist.metadata["Name"], "version": dist.version, "bytes": dist_size(dist)}
-                 for dist in metadata.distributions()]
-    return {"pip_freeze": sorted(freeze, key=str.lower), "dpkg": dpkg, "pip": pip_sizes}
-
-
 if __name__ == "__main__":
-    mode = sys.argv[1] if len(sys.argv) > 1 else "facts"
-    print(json.dumps(facts() if mode == "facts" else inventory()))
+    print(json.dumps(facts()))

@@ -1,11 +1,13 @@
 """Runs INSIDE the image (Python 3.8 or 3.9, stdlib only), never imported on the host: prints one
-JSON object listing what the SBOM describes, read from the image itself rather than from the lock
-files, so that the SBOM cannot claim a package the image does not hold or miss one it does.
+JSON object listing what the image holds, for the SBOM, the manifest and the size gate, read from
+the image itself rather than from the lock files, so that none of them can claim a package the image
+does not hold or miss one it does.
 
-- the venv's Python distributions, with their license metadata (License-Expression, License,
-  the trove classifiers), from importlib.metadata;
-- every installed Debian/Ubuntu package (dpkg-query), with its architecture and source package,
-  and the OS release for the package URLs;
+- the Python distributions this interpreter sees (the venv's), with their license metadata
+  (License-Expression, License, the trove classifiers), their requirements and the bytes of their
+  files (code, bytecode and C++ headers apart: bench's floor), from importlib.metadata; `pip freeze --all`;
+- every installed Debian/Ubuntu package (dpkg-query), with its architecture, source package,
+  installed size and dependencies, and the OS release for the package URLs;
 - the NVIDIA libraries named on the command line (sonames), found through the loader's cache as
   TensorFlow finds them, with their SHA-256 and, where dpkg installed them, the owning package.
 """
@@ -16,17 +18,22 @@ import hashlib
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
-import sysconfig
+from collections.abc import Iterable
 from importlib import metadata
 from typing import Any
 
 # What dpkg-query prints per package; its source fields are empty when the source is the binary.
-DPKG_FORMAT = "${Package}\t${Version}\t${Architecture}\t${source:Package}\t${source:Version}\t${db:Status-Abbrev}\n"
+DPKG_FORMAT = ("${Package}\t${Version}\t${Architecture}\t${source:Package}\t${source:Version}\t${db:Status-Abbrev}"
+               "\t${Installed-Size}\t${Pre-Depends}, ${Depends}\n")
 LDCONFIG_RE = re.compile(r"^\s*(\S+) \(([^)]*)\) => (\S+)$")
 # One License field may hold a whole license text; a name is one short line.
 SHORT_LICENSE = 100
+# The part of a package that ships C/C++ headers for building against it (TensorFlow's custom ops):
+# counted apart, since running the package does not need it.
+HEADER_PREFIXES = ("tensorflow/include/",)
 
 
 def os_release() -> dict[str, str]:
@@ -46,17 +53,46 @@ def first(meta: Any, field: str) -> str:
     return str(values[0]).strip()
 
 
-def venv_distributions() -> list[dict[str, Any]]:
-    """The distributions installed in this interpreter's own prefix (the venv), one per name."""
-    paths = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+def file_bytes(entries: Iterable[tuple[str, str]], seen: set[tuple[int, int]]) -> dict[str, int]:
+    """Bytes of code, bytecode and headers among ENTRIES (each its RECORD name and its path), each file
+    counted once: a file reached again (through a linked folder, or a hard link) is in SEEN, by its
+    device and inode, and counts for whoever reached it first."""
+    sizes = {"bytes": 0, "pyc_bytes": 0, "header_bytes": 0}
+    for name, path in entries:
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if not stat.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino) in seen:
+            continue
+        seen.add((info.st_dev, info.st_ino))
+        if name.endswith(".pyc"):
+            sizes["pyc_bytes"] += info.st_size
+        elif name.startswith(HEADER_PREFIXES):
+            sizes["header_bytes"] += info.st_size
+        else:
+            sizes["bytes"] += info.st_size
+    return sizes
+
+
+def pip_freeze() -> list[str]:
+    out = subprocess.run([sys.executable, "-m", "pip", "freeze", "--all"], check=True, stdout=subprocess.PIPE,
+                         text=True).stdout
+    return sorted(out.split(), key=str.lower)
+
+
+def distributions() -> list[dict[str, Any]]:
+    """The distributions on this interpreter's path (the venv's), one per name, as Python finds them."""
     found: dict[str, dict[str, Any]] = {}
-    for dist in metadata.distributions(path=paths):
+    seen: set[tuple[int, int]] = set()
+    for dist in metadata.distributions():
         meta = dist.metadata
         name = meta["Name"] or ""
         key = re.sub(r"[-_.]+", "-", name).lower()
         if not name or key in found:
             continue
         license_field = first(meta, "License")
+        entries = [(str(entry), str(dist.locate_file(entry))) for entry in dist.files or []]
         found[key] = {
             "name": name,
             "version": dist.version,
@@ -65,8 +101,16 @@ def venv_distributions() -> list[dict[str, Any]]:
             "license": license_field if len(license_field) <= SHORT_LICENSE and "\n" not in license_field else "",
             "license_text_in_metadata": len(license_field) > SHORT_LICENSE or "\n" in license_field,
             "classifiers": sorted(c for c in meta.get_all("Classifier") or [] if c.startswith("License ::")),
+            "requires": list(dist.requires or []),
+            **file_bytes(entries, seen),
         }
     return [found[key] for key in sorted(found)]
+
+
+def dependencies(field: str) -> list[str]:
+    """The package names in a Depends field: alternatives all kept, versions and architectures dropped."""
+    names = (alternative.strip().split(" ")[0].split(":")[0] for alternative in re.split(r"[,|]", field))
+    return [name for name in names if name]
 
 
 def dpkg_packages() -> list[dict[str, str]]:
@@ -74,11 +118,12 @@ def dpkg_packages() -> list[dict[str, str]]:
                          text=True).stdout
     packages = []
     for line in out.splitlines():
-        name, version, arch, source, source_version, status = [*line.split("\t"), "", "", "", "", ""][:6]
+        name, version, arch, source, source_version, status, kib, depends = [*line.split("\t"), *[""] * 8][:8]
         if not status.startswith("ii"):  # removed but not purged ("rc"): no files in the image
             continue
         packages.append({"name": name, "version": version, "arch": arch, "source": source or name,
-                         "source_version": source_version or version})
+                         "source_version": source_version or version, "bytes": int(kib or 0) * 1024,
+                         "depends": dependencies(depends)})
     return sorted(packages, key=lambda p: (p["name"], p["arch"]))
 
 
@@ -128,7 +173,10 @@ def libraries(sonames: list[str]) -> list[dict[str, str]]:
 def main() -> None:
     print(json.dumps({
         "os": os_release(),
-        "python": venv_distributions(),
+        "python_version": "{}.{}".format(*sys.version_info[:2]),
+        "python_full_version": sys.version.split()[0],
+        "python": distributions(),
+        "pip_freeze": pip_freeze(),
         "dpkg": dpkg_packages(),
         "libraries": libraries(sys.argv[1:]),
     }, sort_keys=True))

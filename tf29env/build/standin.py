@@ -12,34 +12,15 @@ from pathlib import Path
 
 from docker import DockerClient
 
-from tf29env import context, engine, imagebuild
+from tf29env import engine
+from tf29env.build import context, dockerbuild
+from tf29env.build.variants import CUDA_WHEELS, STANDIN_CUDA, STANDIN_OS
 from tf29env.errors import EXIT_BUILD, UserError
 from tf29env.log import Log
 from tf29env.paths import REPO, cache_dir
-from tf29env.variants import STANDIN_CUDA, STANDIN_OS
 
 SUITE = "bullseye"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
-
-# The libraries TF 2.9 dlopens, by wheel. TF takes a cuDNN of its major (8) and a higher minor than
-# it was built with (8.1); CUDA 11 minor-version compatibility covers the 11.8 runtime.
-CUDA_WHEELS: dict[str, tuple[str, ...]] = {
-    "nvidia-cuda-runtime-cu11==11.8.89": ("libcudart.so.11.0",),
-    "nvidia-cublas-cu11==11.11.3.6": ("libcublas.so.11", "libcublasLt.so.11"),
-    "nvidia-cufft-cu11==10.9.0.58": ("libcufft.so.10",),
-    "nvidia-curand-cu11==10.3.0.86": ("libcurand.so.10",),
-    "nvidia-cusolver-cu11==11.4.1.48": ("libcusolver.so.11",),
-    "nvidia-cusparse-cu11==11.7.5.86": ("libcusparse.so.11",),
-    "nvidia-cudnn-cu11==8.9.6.50": (
-        "libcudnn.so.8",
-        "libcudnn_ops_infer.so.8",
-        "libcudnn_ops_train.so.8",
-        "libcudnn_cnn_infer.so.8",
-        "libcudnn_cnn_train.so.8",
-        "libcudnn_adv_infer.so.8",
-        "libcudnn_adv_train.so.8",
-    ),
-}
 
 SOURCES_LIST = """deb {mirror} bullseye main
 deb {mirror} bullseye-updates main
@@ -106,7 +87,7 @@ def add_cuda(client: DockerClient, log: Log) -> None:
                 add_libraries(tar, wheel)
         log(f"building {STANDIN_CUDA} (CUDA 11 libraries on {STANDIN_OS})")
         with tar_path.open("rb") as fileobj:
-            imagebuild.build_context(client, fileobj, tag=STANDIN_CUDA, buildargs={"OS_IMAGE": STANDIN_OS}, log=log)
+            dockerbuild.build_context(client, fileobj, tag=STANDIN_CUDA, buildargs={"OS_IMAGE": STANDIN_OS}, log=log)
 
 
 def download_wheels(log: Log) -> list[Path]:
@@ -121,12 +102,18 @@ def download_wheels(log: Log) -> list[Path]:
     ])
     wheels = []
     for spec in CUDA_WHEELS:
-        name, version = spec.split("==")
-        found = sorted(target.glob(f"{name.replace('-', '_')}-{version}-*.whl"))
-        if not found:
+        found = cached_wheel(spec)
+        if found is None:
             raise UserError(f"pip did not fetch {spec} into {target}")
-        wheels.append(found[0])
+        wheels.append(found)
     return wheels
+
+
+def cached_wheel(spec: str) -> Path | None:
+    """The wheel for NAME==VERSION in the download cache (as pip download names it), or None."""
+    name, version = spec.split("==")
+    found = sorted((cache_dir() / "wheels").glob(f"{name.replace('-', '_')}-{version}-*.whl"))
+    return found[0] if found else None
 
 
 def add_libraries(tar: tarfile.TarFile, wheel: Path) -> None:

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from packaging.utils import canonicalize_name
+
 from tf29env.errors import EXIT_INPUT, EXIT_NO_DATABASE, UserError
 from tf29env.paths import REPO
 
@@ -51,10 +53,6 @@ class Finding:
 
     def ids(self) -> set[str]:
         return {self.id, *self.aliases}
-
-
-def normalize(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def load_allowlist(path: Path) -> list[Allowed]:
@@ -102,7 +100,7 @@ def check_entry(path: Path, number: int, entry: Any) -> Allowed:
     if not isinstance(reason, str) or len(reason.strip()) < MIN_REASON:
         raise UserError(f"{where}: 'reason' must say why it cannot be fixed (at least {MIN_REASON} characters)",
                         EXIT_INPUT)
-    return Allowed(advisory, tuple(normalize(p) for p in packages), " ".join(reason.split()))
+    return Allowed(advisory, tuple(canonicalize_name(p) for p in packages), " ".join(reason.split()))
 
 
 def python_requirements(document: dict[str, Any]) -> list[str]:
@@ -147,7 +145,7 @@ def findings(report: dict[str, Any]) -> tuple[list[Finding], list[str]]:
             skipped.append(str(dep["name"]))
             continue
         for vuln in dep.get("vulns", []):
-            found.append(Finding(normalize(dep["name"]), str(dep["version"]), str(vuln["id"]),
+            found.append(Finding(canonicalize_name(dep["name"]), str(dep["version"]), str(vuln["id"]),
                                  tuple(vuln.get("aliases", [])), tuple(vuln.get("fix_versions", []))))
     return found, skipped
 

@@ -1,10 +1,4 @@
-"""The image's build context: exactly the files the Dockerfile copies, plus the CA certificates the
-image is to keep trusting (--trust-ca-cert); and the build-only CA certificates (--ca-cert), which
-never enter the context.
-
-Sending only these (rather than the whole checkout) keeps the context small and the cache keys
-stable: a change to tests or build.py never rebuilds a layer. .dockerignore says the same for
-plain `docker build .`.
+"""CA certificates for the build (--ca-cert) and for the image to keep trusting (--trust-ca-cert).
 
 Build-only CAs, for a TLS-intercepting proxy or a mirror with its own CA, reach the RUN steps in
 Docker's predefined FTP_PROXY build arg (CA_BUILD_ARG). With the classic builder, which build.py
@@ -13,24 +7,20 @@ COPY is a layer (deleting the file later leaves it in that layer), a declared AR
 `docker history` with its value. The predefined proxy args are the one exception: both builders
 hand them to RUN steps but keep them out of the history and the cache key (documented for the
 proxy settings they are meant for). Nothing in the build uses FTP, and the Dockerfile takes the
-value only when it holds a PEM certificate, so a real ftp proxy setting is left alone.
+value only when it holds a PEM certificate, so a real ftp proxy setting is left alone. The kept CAs
+travel in the context's ca-certs/ (tf29env.build.context.write).
 """
 
 import base64
 import binascii
 import hashlib
-import io
 import re
-import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from tf29env.errors import UserError
 from tf29env.paths import REPO
 
-# What the Dockerfile COPYs; .dockerignore lets the same through for plain `docker build .`
-# (tests/unit/test_build_context.py holds the two together).
-CONTEXT_PATHS = ("Dockerfile", "requirements.txt", "ca-certs", "image", "notebooks")
 PEM_MARKER = b"-----BEGIN CERTIFICATE-----"
 CERT_RE = re.compile(rb"-----BEGIN CERTIFICATE-----([A-Za-z0-9+/=\s]*?)-----END CERTIFICATE-----")
 # A key file given by mistake (or a combined key+certificate file) must not travel anywhere.
@@ -141,43 +131,3 @@ def check_ca_dir(directory: Path = REPO / CA_DIR) -> None:
         raise UserError(f"{CA_DIR}/{stray[0]}: build.py does not read {CA_DIR}/ (plain `docker build` does); "
                         "pass it as --ca-cert (for the build only) or --trust-ca-cert (kept in the image), "
                         f"and move it out of {CA_DIR}/")
-
-
-def add_file(tar: tarfile.TarFile, name: str, data: bytes, mode: int = 0o644) -> None:
-    """Add one in-memory file to a tar, with fixed metadata so that cache keys depend on content."""
-    info = tarfile.TarInfo(name)
-    info.size = len(data)
-    info.mode = mode
-    tar.addfile(info, io.BytesIO(data))
-
-
-def _reset(info: tarfile.TarInfo) -> tarfile.TarInfo:
-    info.uid = info.gid = 0
-    info.uname = info.gname = "root"
-    info.mtime = 0
-    return info
-
-
-def write(fileobj: io.BufferedIOBase | io.BytesIO, trusted: list[Path]) -> None:
-    """Write the context tar to fileobj; trusted: the --trust-ca-cert files (build-only CAs never
-    enter the context: see ca_buildargs)."""
-    with tarfile.open(fileobj=fileobj, mode="w") as tar:
-        for name in CONTEXT_PATHS:
-            if name == CA_DIR:
-                tar.add(REPO / CA_DIR / CA_DIR_README, arcname=f"{CA_DIR}/{CA_DIR_README}", filter=_reset)
-                continue
-            tar.add(REPO / name, arcname=name, filter=_exclude_bytecode)
-        for index, cert in enumerate(load_certs(trusted, "--trust-ca-cert")):
-            # One certificate per file, named *.crt: update-ca-certificates reads only *.crt, and
-            # links one certificate per file; the index keeps equal file names apart.
-            add_file(tar, f"{CA_DIR}/{index:02d}-{cert.source.stem}.crt", cert.pem.encode())
-
-
-# Local tool output that must neither ship in the image nor change its cache keys.
-EXCLUDED_DIRS = ("__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache")
-
-
-def _exclude_bytecode(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-    if any(part in EXCLUDED_DIRS for part in info.name.split("/")) or info.name.endswith(".pyc"):
-        return None
-    return _reset(info)

@@ -8,8 +8,9 @@ from typing import Any
 
 from docker import DockerClient
 
-from tf29env import engine, labels
-from tf29env.facts import run_in_image
+from tf29env import engine
+from tf29env.release import labels
+from tf29env.release.records import MANIFEST_FILES
 
 SELFCHECK = ["/usr/local/bin/selfcheck"]
 SELFCHECK_LINES = 40
@@ -42,12 +43,11 @@ class Manifest:
         return (tallies or self.selfcheck_output or ["(no output)"])[-1]
 
 
-def collect(client: DockerClient, *, image: str, refs: list[str], facts: dict[str, Any],
-            build_inputs: dict[str, str]) -> tuple[Manifest, dict[str, Any]]:
-    """The manifest of a built image and its raw inventory (package sizes, for the size gate)."""
+def collect(client: DockerClient, *, image: str, refs: list[str], facts: dict[str, Any], inventory: dict[str, Any],
+            build_inputs: dict[str, str]) -> Manifest:
+    """The manifest of a built image, from its facts and inventory (tf29env.facts) and a self-check run."""
     attrs = engine.inspect(client, image)
     config_labels = labels.of_image(attrs)
-    inventory = run_in_image(client, image, "inventory")
     status, output = engine.run_command(client, image, SELFCHECK)
     manifest = Manifest(
         image=image, image_id=str(attrs["Id"]), variant=config_labels.get(labels.VARIANT, ""),
@@ -60,7 +60,7 @@ def collect(client: DockerClient, *, image: str, refs: list[str], facts: dict[st
         selfcheck_exit=status, selfcheck_output=output.strip().splitlines()[-SELFCHECK_LINES:],
         trusted_ca_certs=[fp for fp in config_labels.get(labels.CA_TRUSTED, "").split(",") if fp],
     )
-    return manifest, inventory
+    return manifest
 
 
 def to_json(manifest: Manifest) -> str:
@@ -106,7 +106,7 @@ def to_markdown(manifest: Manifest) -> str:
 
 
 def write(directory: Path, manifest: Manifest) -> list[Path]:
-    paths = [directory / "manifest.json", directory / "manifest.md"]
+    paths = [directory / name for name in MANIFEST_FILES]
     paths[0].write_text(to_json(manifest))
     paths[1].write_text(to_markdown(manifest))
     return paths

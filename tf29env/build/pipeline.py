@@ -1,9 +1,6 @@
-"""Building the tf29-env image: the Dockerfile on a chosen base, then its labels from its facts.
-
-Two passes: the first builds every layer, is probed for what it holds (tf29env.facts), and the
-second repeats the build with the labels filled in; it hits the cache down to the Dockerfile's
-last block, so it costs seconds. The first pass's image is removed. Then the SBOM of the labelled
-image is added in a thin layer of its own (tf29env.sbomlayer); the tags point at that.
+"""Building the tf29-env image: the Dockerfile on a chosen base, probed for what it holds
+(tf29env.facts), then a generated final layer with the labels computed from those facts and the
+image's SBOM (tf29env.build.finallayer); the tags point at that.
 """
 
 import datetime
@@ -12,17 +9,20 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import docker.errors
 from docker import DockerClient
 
-from tf29env import context, devcontainer, engine, imagebuild, labels, sbomlayer, standin, tags
-from tf29env.config import NetworkInputs
+from tf29env import engine
+from tf29env.build import cacerts, context, devcontainer, dockerbuild, finallayer, standin
+from tf29env.build.network import NetworkInputs
+from tf29env.build.variants import REPOSITORY, STANDIN_CUDA, STANDIN_OS, Variant
 from tf29env.errors import EXIT_BUILD, UserError
 from tf29env.facts import ImageFacts, probe
 from tf29env.log import Log
 from tf29env.paths import REPO, cache_dir
-from tf29env.variants import REPOSITORY, STANDIN_CUDA, STANDIN_OS, Variant
+from tf29env.release import labels, tags
 
 
 @dataclass
@@ -39,7 +39,7 @@ class BuildRequest:
     repository: str = REPOSITORY  # where the default reference goes
     trust_ca_certs: list[Path] = field(default_factory=list)  # CAs the image keeps trusting (--trust-ca-cert)
     trusted_files: list[Path] = field(init=False)  # the certificate files trust_ca_certs names
-    ca_args: dict[str, str] = field(init=False)  # the CAs' build args (tf29env.context.ca_buildargs)
+    ca_args: dict[str, str] = field(init=False)  # the CAs' build args (tf29env.build.cacerts.ca_buildargs)
     trusted_cas: str = field(init=False)  # the kept CAs' fingerprints, for the label
 
     def __post_init__(self) -> None:
@@ -51,11 +51,11 @@ class BuildRequest:
             tags.split_reference(self.tag)
         for ref in self.cache_from:
             tags.split_reference(ref, "--cache-from")
-        context.check_ca_dir()
-        build_only = context.load_certs(context.ca_files(self.ca_certs), "--ca-cert")
-        self.trusted_files = context.ca_files(self.trust_ca_certs, "--trust-ca-cert")
-        trusted = context.load_certs(self.trusted_files, "--trust-ca-cert")
-        self.ca_args = context.ca_buildargs(build_only, trusted)
+        cacerts.check_ca_dir()
+        build_only = cacerts.load_certs(cacerts.ca_files(self.ca_certs), "--ca-cert")
+        self.trusted_files = cacerts.ca_files(self.trust_ca_certs, "--trust-ca-cert")
+        trusted = cacerts.load_certs(self.trusted_files, "--trust-ca-cert")
+        self.ca_args = cacerts.ca_buildargs(build_only, trusted)
         self.trusted_cas = ",".join(cert.fingerprint for cert in trusted)
 
 
@@ -68,10 +68,11 @@ class BuildResult:
     facts: ImageFacts
     meta: labels.BuildMeta
     version: str  # the full computed tag
-    refs: list[str]  # every reference the image earns (tf29env.tags.compute), the full one first, then `image`
+    refs: list[str]  # every reference the image earns (tf29env.release.tags.compute), the full one first, then `image`
     sbom_json: str  # its CycloneDX SBOM, also in the image (labels.SBOM)
     license_files: list[str]  # the NVIDIA license files in the image (stand-in base only)
-    first_pass_s: float  # the docker build proper (every layer); the rest is the probe and the labels
+    inventory: dict[str, Any]  # what the image holds: packages and sizes (image/probes/inventory.py)
+    dockerfile_s: float  # the docker build proper (every layer); the rest is the probes and the final layer
 
 
 def resolve_base(client: DockerClient, request: BuildRequest, log: Log) -> str:
@@ -120,7 +121,8 @@ def git_revision() -> str:
 
 
 def build(client: DockerClient, request: BuildRequest, log: Log) -> BuildResult:
-    """Build, probe and label the image; tag it as request.tag (or its full computed tag)."""
+    """Build the Dockerfile, probe the result, and add the final layer (labels, SBOM); tag it as
+    request.tag (or its full computed tag)."""
     base = resolve_base(client, request, log)
     created = datetime.datetime.now(datetime.UTC)
     meta = labels.BuildMeta(
@@ -130,41 +132,30 @@ def build(client: DockerClient, request: BuildRequest, log: Log) -> BuildResult:
     )
     buildargs = {"BASE_IMAGE": base, "VARIANT": request.variant.name, **request.network.buildargs(),
                  **request.ca_args}
+    log(f"==> building the {request.variant.name} variant on {base}")
+    started = time.monotonic()
     with tempfile.TemporaryFile(dir=cache_dir()) as fileobj:
         context.write(fileobj, request.trusted_files)
-
-        def run(args: dict[str, str], nocache: bool, pull: bool, cache_from: list[str]) -> str:
-            fileobj.seek(0)
-            return imagebuild.build_context(client, fileobj, tag=None, buildargs=args, log=log, nocache=nocache,
-                                            pull=pull, cache_from=cache_from)
-
-        log(f"==> building the {request.variant.name} variant on {base}")
-        started = time.monotonic()
+        fileobj.seek(0)
         # --pull was done by resolve_base: the builder's own pull would fail on a local-only base.
-        first = run({**buildargs, "REVISION": meta.revision, "CREATED": meta.created}, request.nocache, False,
-                    request.cache_from)
-        first_pass_s = time.monotonic() - started
-        log("==> reading what the image holds (TensorFlow, Python, OS, CUDA, cuDNN)")
-        facts = probe(client, first)
-        if facts.variant != request.variant.name:
-            raise UserError(f"the {request.variant.name} build holds a TensorFlow that is "
-                            f"{'a CUDA' if facts.tf_cuda_build else 'a CPU-only'} build", EXIT_BUILD)
-        version = tags.full_tag(facts)
-        log(f"==> labelling it as {version}")
-        # With --cache-from the classic builder looks nowhere else for cache, so the first pass is
-        # named as a source too: otherwise the second pass would rebuild every layer.
-        final = run({**buildargs, **labels.buildargs(labels.expected(facts, meta, version))}, False, False,
-                    [*request.cache_from, first] if request.cache_from else [])
+        built = dockerbuild.build_context(client, fileobj, tag=None, buildargs=buildargs, log=log,
+                                          nocache=request.nocache, pull=False, cache_from=request.cache_from)
+    dockerfile_s = time.monotonic() - started
     # A broken dev container label would fail only in a user's editor, later: refuse the build now.
-    devcontainer.check(engine.inspect(client, final), final)
+    devcontainer.check(engine.inspect(client, built), built)
+    log("==> reading what the image holds (TensorFlow, Python, OS, CUDA, cuDNN)")
+    facts = probe(client, built)
+    if facts.variant != request.variant.name:
+        raise UserError(f"the {request.variant.name} build holds a TensorFlow that is "
+                        f"{'a CUDA' if facts.tf_cuda_build else 'a CPU-only'} build", EXIT_BUILD)
+    version = tags.full_tag(facts)
     image = request.tag or f"{request.repository}:{version}"
     refs = [f"{request.repository}:{tag}" for tag in tags.compute(facts, revision=meta.revision, created=created)]
     refs = refs if image in refs else [*refs, image]
-    log("==> making the SBOM from the image and adding it in a layer of its own")
-    layer = sbomlayer.add(client, final, base=base, name=request.repository, version=version, refs=refs, log=log)
+    log(f"==> labelling it as {version}; making its SBOM; both in a final layer of their own")
+    layer = finallayer.add(client, built, image_labels=labels.expected(facts, meta, version),
+                           name=request.repository, refs=refs, log=log)
     engine.tag(client, layer.image_id, image)
-    if first != final:
-        engine.remove_dangling(client, first)
     return BuildResult(image=image, image_id=layer.image_id, base=base, variant=request.variant.name, facts=facts,
                        meta=meta, version=version, refs=refs, sbom_json=layer.sbom_json,
-                       license_files=layer.license_files, first_pass_s=first_pass_s)
+                       license_files=layer.license_files, inventory=layer.inventory, dockerfile_s=dockerfile_s)

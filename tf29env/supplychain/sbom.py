@@ -1,14 +1,13 @@
 """The image's CycloneDX SBOM: made with cyclonedx-python-lib from what a throwaway container of the
-built image reports (tf29env/sbom_probe.py), validated against CycloneDX's own schema.
+built image reports (image/probes/inventory.py), validated against CycloneDX's own schema.
 
 Components: the image itself (the root, with its tags and OCI labels: revision, base and its
 digest), every Python distribution in the venv (pkg:pypi), every dpkg package (pkg:deb, with the
 distro), and the NVIDIA CUDA / cuDNN libraries TensorFlow loads (pkg:generic/nvidia, with their
 SHA-256). Bom-refs are the purls, never random, so that two SBOMs of the same image differ only in
-their timestamp and serial number (tests/unit/test_sbom.py, tests/build/test_sbom.py).
+their timestamp and serial number (testkit/sbom.py's normalized).
 """
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -23,18 +22,12 @@ from cyclonedx.model.license import DisjunctiveLicense, License, LicenseAcknowle
 from cyclonedx.output.json import JsonV1Dot6
 from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
-from docker import DockerClient
 from packageurl import PackageURL
+from packaging.utils import canonicalize_name
 
-from tf29env import engine, tags
 from tf29env.errors import EXIT_BUILD, UserError
-from tf29env.paths import PACKAGE
-from tf29env.standin import CUDA_WHEELS
 
-PROBE_SCRIPT = PACKAGE / "sbom_probe.py"
 SCHEMA = SchemaVersion.V1_6
-# The libraries TensorFlow 2.9 dlopens, the same on the official CUDA base and the stand-in.
-NVIDIA_SONAMES = tuple(soname for sonames in CUDA_WHEELS.values() for soname in sonames)
 NVIDIA = OrganizationalEntity(name="NVIDIA Corporation")
 # Property names this project adds (CycloneDX asks for a namespace prefix).
 PROP_TAG = "tf29-env:tag"
@@ -70,21 +63,6 @@ class NvidiaSource:
     license_path: str  # the license file's path in the image ("" when the wheel has none)
 
 
-def probe(client: DockerClient, image: str) -> dict[str, Any]:
-    """What sbom_probe.py reports about image (a throwaway container, no network)."""
-    output = engine.run_python(client, image, PROBE_SCRIPT.read_text(), list(NVIDIA_SONAMES))
-    lines = [line for line in output.splitlines() if line.startswith("{")]
-    if not lines:
-        raise UserError(f"{image}: the SBOM probe printed no JSON: {output.strip()[-300:]}", EXIT_BUILD)
-    data: dict[str, Any] = json.loads(lines[-1])
-    return data
-
-
-def pypi_name(name: str) -> str:
-    """The purl spelling of a PyPI name: lowercase, '_' as '-'."""
-    return name.lower().replace("_", "-").replace(".", "-")
-
-
 def python_licenses(dist: dict[str, Any]) -> list[License]:
     """The declared licenses of one distribution: its SPDX expression, else its License field when
     that is an SPDX id or expression, else its classifiers, else the field as a name; [] if none."""
@@ -113,7 +91,7 @@ def python_licenses(dist: dict[str, Any]) -> list[License]:
 
 
 def python_component(dist: dict[str, Any]) -> Component:
-    purl = PackageURL(type="pypi", name=pypi_name(dist["name"]), version=dist["version"])
+    purl = PackageURL(type="pypi", name=canonicalize_name(dist["name"]), version=dist["version"])
     return Component(type=ComponentType.LIBRARY, name=dist["name"], version=dist["version"], purl=purl,
                      bom_ref=purl.to_string(), licenses=python_licenses(dist))
 
@@ -166,7 +144,7 @@ def root_component(name: str, version: str, refs: Iterable[str], image_labels: d
 
 def make_bom(data: dict[str, Any], *, name: str, version: str, refs: Iterable[str], image_labels: dict[str, str],
              nvidia_sources: dict[str, NvidiaSource] | None = None) -> Bom:
-    """The SBOM of an image from its probe data (sbom_probe.py's JSON)."""
+    """The SBOM of an image from its probe data (inventory.py's JSON)."""
     root = root_component(name, version, refs, image_labels)
     bom = Bom()
     bom.metadata.component = root
@@ -193,21 +171,3 @@ def validate(text: str, where: str = "the SBOM") -> None:
     if error is not None:
         raise UserError(f"{where} fails CycloneDX {SCHEMA.to_version()} schema validation: "
                         f"{str(error).splitlines()[0][:300]}", EXIT_BUILD)
-
-
-def normalized(document: dict[str, Any]) -> dict[str, Any]:
-    """document without what differs between two SBOMs of the same image: the serial number, the
-    timestamp, and the image's creation time with the date tag made from it."""
-    copy: dict[str, Any] = json.loads(json.dumps(document))
-    copy.pop("serialNumber", None)
-    metadata = copy.get("metadata", {})
-    metadata.pop("timestamp", None)
-    root = metadata.get("component", {})
-    root["properties"] = [p for p in root.get("properties", [])
-                          if p["name"] != tags.CREATED_LABEL
-                          and not (p["name"] == PROP_TAG and is_date_tag(p["value"]))]
-    return copy
-
-
-def is_date_tag(ref: str) -> bool:
-    return tags.DATE_RE.fullmatch(ref.rsplit(":", 1)[-1]) is not None

@@ -13,9 +13,10 @@ from typing import Any
 import docker.errors
 from docker import DockerClient
 
-from tf29env import engine, tags
+from tf29env import engine
 from tf29env.errors import EXIT_PUSH, UserError
 from tf29env.log import Log
+from tf29env.release import tags
 
 REGISTRY_RE = re.compile(
     r"(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9a-fA-F:]+\])(?::(?P<port>[0-9]{1,5}))?"

@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tf29env.records import write_json
-from tf29env.sbom import PROP_LICENSE_FILE
+from tf29env.release.records import LICENSE_FILES, write_json
+from tf29env.supplychain.sbom import PROP_LICENSE_FILE
 
 UNKNOWN = "unknown"
 # Licenses that ask something of whoever redistributes the package or its changes (strong and weak
@@ -72,7 +72,7 @@ def to_markdown(data: dict[str, Any]) -> str:
 
 def write(directory: Path, document: dict[str, Any]) -> list[Path]:
     data = summary(document)
-    paths = [directory / "licenses.json", directory / "licenses.md"]
+    paths = [directory / name for name in LICENSE_FILES]
     write_json(paths[0], data)
     paths[1].write_text(to_markdown(data))
     return paths

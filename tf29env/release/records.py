@@ -8,10 +8,17 @@ from typing import Any
 
 from tf29env.errors import UserError
 
-# The image's CycloneDX SBOM beside its manifest (the same document the image holds) and the
-# audit's report on it.
-SBOM_FILE = "sbom.cdx.json"
+# The output files' names (docs/build.md#build-output-what-ci-uploads), in OUT/VARIANT/ but LATEST_FILE.
+BUILD_FILE = "build.json"
+LATEST_FILE = "latest.json"
+TAGS_FILE = "tags.txt"
+MANIFEST_FILES = ("manifest.json", "manifest.md")
+SBOM_FILE = "sbom.cdx.json"  # the same document the image holds
+LICENSE_FILES = ("licenses.json", "licenses.md")
 AUDIT_FILE = "audit.json"
+PUSH_FILE = "push.json"
+EXPORT_DIR = "export"  # the archive, the SIF and EXPORT_FILE
+EXPORT_FILE = "export.json"
 
 
 def variant_dir(out: Path, variant: str) -> Path:
@@ -29,15 +36,15 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 
 def save_build(out: Path, record: dict[str, Any]) -> Path:
     directory = variant_dir(out, str(record["variant"]))
-    write_json(directory / "build.json", record)
-    (directory / "tags.txt").write_text("".join(f"{ref}\n" for ref in record["refs"]))
-    write_json(out / "latest.json", record)
+    write_json(directory / BUILD_FILE, record)
+    (directory / TAGS_FILE).write_text("".join(f"{ref}\n" for ref in record["refs"]))
+    write_json(out / LATEST_FILE, record)
     return directory
 
 
 def load_build(out: Path, variant: str | None) -> dict[str, Any]:
     """The record of the last build (of variant, if given); one line when there is none."""
-    path = out / variant / "build.json" if variant else out / "latest.json"
+    path = out / variant / BUILD_FILE if variant else out / LATEST_FILE
     try:
         data: dict[str, Any] = json.loads(path.read_text())
     except FileNotFoundError:

@@ -1,0 +1,1 @@
+"""Releasing a built image: tags, labels, manifest, build records, the size gate, verify, push, export."""
