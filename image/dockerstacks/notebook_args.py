@@ -11,7 +11,7 @@ Standard library only, run by the distro's python3 -I (3.8 or newer).
 import os
 import shlex
 import sys
-from typing import List, Optional  # python 3.8: list[...] in an annotation fails at import
+from typing import List, Mapping, Optional  # python 3.8: list[...] in an annotation fails at import
 
 VARIABLE = "NOTEBOOK_ARGS"
 
@@ -28,10 +28,10 @@ def split(value: str) -> List[str]:
                            "check its quotes and backslashes") from exc
 
 
-def main(environ: Optional[dict] = None) -> int:
-    environ = os.environ if environ is None else environ
+def main(environ: Optional[Mapping[str, str]] = None) -> int:
+    env = os.environ if environ is None else environ
     try:
-        words = split(environ.get(VARIABLE, ""))
+        words = split(env.get(VARIABLE, ""))
     except Unsplittable as exc:
         print(exc, file=sys.stderr)
         return 2

@@ -1,0 +1,560 @@
+"""The start-up plan: every setting the entrypoint reads, checked once, before anything starts.
+
+The entrypoint runs this first (entrypoint.sh: plan_start) with the container's command as the
+arguments. It prints the plan as shell assignments (each value quoted with shlex.quote, argument
+lists as arrays), which the entrypoint reads with one eval; or one line `tf29-env: ERROR: ...`
+on stderr and exit 2. WARNING lines for settings that are ignored go to stderr once the plan holds.
+What must be tried to be known (a folder that can be made, a writable path) stays with the shell.
+
+Standard library only, run by the distro's python3 -I (3.8 or newer).
+"""
+
+import grp
+import os
+import pwd
+import re
+import secrets
+import shlex
+import shutil
+import subprocess
+import sys
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union  # python 3.8: no list[...]
+
+from dockerstacks import notebook_args
+
+from startup import users
+
+USAGE = 2
+PREFIX = "tf29-env: "
+
+# The longest value each variable may have, in the order they are checked. Each is far above any
+# real value: a runaway one (a 70 KB base URL, a file pasted into a variable) passes the other
+# checks and fails later and obscurely ("Argument list too long" at exec), or makes the error line
+# quote all of itself. Checked first, so that no later message quotes such a value.
+SETTING_LIMITS: Tuple[Tuple[str, int], ...] = (
+    ("NB_USER", 32), ("NB_UID", 10), ("NB_GID", 10),
+    ("NB_GROUP", 32), ("NB_UMASK", 16), ("GRANT_SUDO", 16), ("CHOWN_HOME", 16), ("CHOWN_HOME_OPTS", 1024),
+    ("CHOWN_EXTRA", 4096), ("CHOWN_EXTRA_OPTS", 1024),
+    ("ENABLE_JUPYTER", 16), ("ENABLE_SSH", 16), ("JUPYTER_INSECURE_NO_AUTH", 16), ("SELF_CHECK", 16),
+    ("JUPYTER_PORT", 16), ("SSH_PORT", 16), ("JUPYTER_BASE_URL", 1024), ("JUPYTER_ALLOWED_HOSTS", 4096),
+    ("JUPYTER_TOKEN", 1024), ("JUPYTER_TOKEN_FILE", 1024), ("JUPYTER_PASSWORD_HASH", 1024),
+    ("SSH_AUTHORIZED_KEYS", 65536), ("SSH_AUTHORIZED_KEYS_FILE", 1024), ("SSH_HOST_KEY_DIR", 1024),
+    ("JUPYTER_RUNTIME_DIR", 1024), ("TFENV_RUN_DIR", 1024),
+    ("JUPYTERHUB_SERVICE_URL", 2048), ("JUPYTERHUB_SERVICE_PREFIX", 1024),
+    ("DOCKER_STACKS_JUPYTER_CMD", 16), ("NOTEBOOK_ARGS", 4096), ("JUPYTER_ENV_VARS_TO_UNSET", 4096), ("GEN_CERT", 16),
+)
+# The largest file each *_FILE variable may name, in bytes, checked before it is read: a wrong file
+# (a log, an archive) is refused instead of read into memory and the environment. 2 MiB of keys is
+# a large team's file (10,000 ed25519 keys are about 1 MB).
+FILE_LIMITS = {"JUPYTER_TOKEN_FILE": 4096, "SSH_AUTHORIZED_KEYS_FILE": 2097152}
+# Needed by the entrypoint or the services themselves: unsetting them breaks the start, not a leak.
+KEEP_SET = ("PATH", "HOME", "TFENV_RUN_DIR", "JUPYTER_RUNTIME_DIR")
+# Where an earlier start of this container recorded the name it renamed the dev user to (20-user).
+RENAMED_USER_FILE = "/etc/tf29-env/dev-user"
+SELFCHECK = "/opt/tf29-env/bin/selfcheck"
+UNPRIVILEGED_PORT_START = "/proc/sys/net/ipv4/ip_unprivileged_port_start"
+
+SERVER_AUTH_ARG = re.compile(r"--?[A-Za-z]*\.?(token|password|hashed_password)(=|$)")
+PASSWORD_HASH = re.compile(r"(argon2:\$argon2(id|i|d)\$|sha1:|sha256:)\S+")
+HUB_URL = re.compile(r"(https?)://([A-Za-z0-9._-]*|\[[0-9A-Fa-f:.]+\])(:([0-9]{1,5}))?(/\S*)?")
+BASE_URL = re.compile(r"/[A-Za-z0-9._~/-]*")
+ADDRESS = re.compile(r"[0-9.]+|\[?[0-9a-f:.]*:[0-9a-f:.]*\]?")
+HOST_NAME = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*")
+VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+LIST_SEPARATORS = re.compile(r"[, \t\n]+")
+
+Value = Union[str, List[str]]
+
+
+class Refused(Exception):
+    """A setting that cannot be used; str() is the one line that says why."""
+
+
+class System:
+    """What the plan reads beyond the environment: the image's users and groups, files, /proc and
+    the self-check. Unit tests pass a fake."""
+
+    def group_name(self, gid: int) -> Optional[str]:
+        try:
+            return grp.getgrgid(gid).gr_name
+        except KeyError:
+            return None
+
+    def user_uid(self, name: str) -> Optional[int]:
+        try:
+            return pwd.getpwnam(name).pw_uid
+        except KeyError:
+            return None
+
+    def file_size(self, path: str) -> Optional[int]:
+        """The size of a regular file (links followed), or None."""
+        return os.stat(path).st_size if os.path.isfile(path) else None
+
+    def read_file(self, path: str) -> Optional[str]:
+        """A readable regular file's contents, or None."""
+        if not (os.path.isfile(path) and os.access(path, os.R_OK)):
+            return None
+        with open(path, encoding="utf-8", errors="surrogateescape") as file:
+            return file.read()
+
+    def has_command(self, name: str) -> bool:
+        return shutil.which(name) is not None
+
+    def unprivileged_port_start(self) -> Optional[int]:
+        text = self.read_file(UNPRIVILEGED_PORT_START)
+        return int(text.split()[0]) if text and text.split() and text.split()[0].isdigit() else None
+
+    def self_check_mode(self) -> Tuple[int, str]:
+        """The self-check's exit status and its last line (the mode, or why there is none)."""
+        done = subprocess.run([SELFCHECK, "--start-mode"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              check=False)
+        lines = done.stdout.decode("utf-8", "replace").rstrip("\n").split("\n")
+        return done.returncode, lines[-1]
+
+    def new_token(self) -> str:
+        return secrets.token_hex(24)
+
+
+def switch(env: Mapping[str, str], name: str, default: str) -> bool:
+    value = env.get(name) or default
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if value.lower() in ("0", "false", "no", "off"):
+        return False
+    raise Refused(f"{name}='{value}' is not a switch: use 1/0, true/false, yes/no or on/off")
+
+
+def check_port(name: str, value: str) -> None:
+    if not re.fullmatch(r"[0-9]{1,5}", value) or not 1 <= int(value) <= 65535:
+        raise Refused(f"{name}='{value}' is not a TCP port (1-65535)")
+
+
+def graph(text: str) -> bool:
+    """Printable and without white space: the shell's [[:graph:]]*."""
+    return all(char.isprintable() and not char.isspace() for char in text)
+
+
+def split_list(value: str) -> List[str]:
+    return [word for word in LIST_SEPARATORS.split(value) if word]
+
+
+def root_triplet(env: Mapping[str, str]) -> bool:
+    """NB_USER=root NB_UID=0 NB_GID=0, all three: the rootless engines' way to run as the container's root."""
+    return (env.get("NB_USER") == "root" and re.fullmatch("0+", env.get("NB_UID", "")) is not None
+            and re.fullmatch("0+", env.get("NB_GID", "")) is not None)
+
+
+class Planner:
+    def __init__(self, env: Mapping[str, str], args: Sequence[str], euid: int, system: System) -> None:
+        self.env = env
+        self.args = list(args)
+        self.system = system
+        self.plan: Dict[str, Value] = {"is_root": "1" if euid == 0 else "0", "cfg_report_port": "0"}
+        self.exports: Dict[str, str] = {}
+        self.warnings: List[str] = []
+        self.euid = euid
+        self.apptainer = bool(env.get("APPTAINER_CONTAINER", "") + env.get("SINGULARITY_CONTAINER", ""))
+
+    def get(self, name: str) -> str:
+        return self.env.get(name, "")
+
+    def on(self, name: str) -> bool:
+        return self.plan[name] == "1"
+
+    def flag(self, name: str, value: bool) -> None:
+        self.plan[name] = "1" if value else "0"
+
+    def server_args(self) -> List[str]:
+        args = self.plan["cfg_server_args"]
+        assert isinstance(args, list)
+        return args
+
+    def run(self) -> None:
+        self.select_mode()
+        self.load_config()
+        self.load_user_config()
+
+    # 05: the mode, from the container's command.
+    def select_mode(self) -> None:
+        args, mode = self.args, "services"
+        self.plan.update(cfg_mode="services", cfg_server_args=[], cfg_command=[])
+        if not args:
+            self.plan["cfg_mode"] = "hub" if self.get("JUPYTERHUB_API_TOKEN") else "services"
+            return
+        name = args[0].rsplit("/", 1)[-1]
+        if name in ("jupyterhub-singleuser", "start-singleuser.sh", "start-singleuser.py"):
+            mode = "hub"
+        elif name in ("start-notebook.sh", "start-notebook.py"):
+            mode = "hub" if self.get("JUPYTERHUB_API_TOKEN") else "services"
+        elif name == "start.sh":
+            if len(args) < 2:
+                raise Refused("start.sh needs a command to run (start.sh CMD [ARGS]); without one, give no "
+                              "command at all")
+            self.plan.update(cfg_mode="command", cfg_command=args[1:])
+            return
+        else:
+            self.plan.update(cfg_mode="command", cfg_command=args)
+            return
+        self.plan.update(cfg_mode=mode, cfg_server_args=args[1:])
+
+    # 10: every setting, in the order a single bad one is reported.
+    def load_config(self) -> None:
+        for name, limit in SETTING_LIMITS:
+            value = self.get(name)
+            if len(value) > limit:
+                raise Refused(f"{name} is {len(value)} characters long; at most {limit}: check what was passed")
+        for name in ("NB_UID", "NB_GID"):
+            value = self.get(name)
+            if not re.fullmatch("[0-9]{1,10}", value) or int(value) > 2147483647:
+                raise Refused(f"{name}='{value}' is not a numeric id (0-2147483647)")
+        triplet = root_triplet(self.env)
+        if int(self.get("NB_UID")) == 0 and not triplet:
+            raise Refused("NB_UID=0: JupyterLab and SSH logins never run as root; pick another uid (only NB_USER=root "
+                          "NB_UID=0 NB_GID=0 together run as root, for rootless engines)")
+        if not triplet:
+            self.check_gid()
+        user = self.get("NB_USER")
+        if not users.NAME.fullmatch(user):
+            raise Refused(f"NB_USER='{user}' is not a valid user name")
+        self.flag("cfg_jupyter", switch(self.env, "ENABLE_JUPYTER", "1"))
+        self.flag("cfg_ssh", switch(self.env, "ENABLE_SSH", "1"))
+        self.flag("cfg_no_auth", switch(self.env, "JUPYTER_INSECURE_NO_AUTH", "0"))
+
+        # SELF_CHECK's modes have one owner, the self-check, which also reads SELF_CHECK when run by hand.
+        status, answer = self.system.self_check_mode()
+        if status == 2:
+            raise Refused(answer[len("selfcheck: "):] if answer.startswith("selfcheck: ") else answer)
+        if status != 0:
+            raise Refused(f"SELF_CHECK: the self-check could not say which mode it sets (exit {status}): {answer}")
+        self.plan["cfg_self_check"] = answer
+
+        ssh_port = self.get("SSH_PORT") or "22"
+        check_port("SSH_PORT", ssh_port)
+        self.plan["SSH_PORT"] = ssh_port
+        host_key_dir = self.get("SSH_HOST_KEY_DIR") or "/etc/ssh/host-keys"
+        if not host_key_dir.startswith("/"):
+            raise Refused(f"SSH_HOST_KEY_DIR='{host_key_dir}' must be an absolute path")
+        self.plan["cfg_host_key_dir"] = host_key_dir
+        self.load_server_options()
+        self.check_server_args()
+        self.load_service_config()
+
+    def load_service_config(self) -> None:
+        if self.plan["cfg_mode"] == "hub":
+            self.load_hub_config()
+        else:
+            port = self.get("JUPYTER_PORT") or "8888"
+            check_port("JUPYTER_PORT", port)
+            self.plan["JUPYTER_PORT"] = self.plan["cfg_jupyter_port"] = port
+            base_url = self.get("JUPYTER_BASE_URL") or "/"
+            if not BASE_URL.fullmatch(base_url):
+                raise Refused(f"JUPYTER_BASE_URL='{base_url}' must be a path like /jupyter/ (letters, digits, "
+                              f". _ ~ - /)")
+            self.plan["cfg_base_url"] = base_url if base_url.endswith("/") else base_url + "/"
+            self.load_jupyter_auth()
+        # %tensorboard's iframe, through jupyter-server-proxy under the server's own prefix.
+        if not self.get("TENSORBOARD_PROXY_URL"):
+            self.exports["TENSORBOARD_PROXY_URL"] = f"{self.plan['cfg_base_url']}proxy/%PORT%/"
+        self.plan["cfg_ssh_keys"] = self.secret("SSH_AUTHORIZED_KEYS", "SSH_AUTHORIZED_KEYS_FILE")
+
+        ssh_starts = self.on("cfg_ssh") and self.on("is_root") and bool(self.plan["cfg_ssh_keys"])
+        if not self.on("cfg_jupyter") and not ssh_starts:
+            raise Refused("ENABLE_JUPYTER=0 and no SSH to start (that needs ENABLE_SSH=1, root and a key): "
+                          "nothing to run")
+        self.flag("ssh_starts", ssh_starts)
+        self.check_listening(ssh_starts)
+
+    # NB_GID becomes the dev user's group: gid 0 and the image's system groups (below 1000) would hand
+    # their rights out; 100 (users), 1000 and up, and gids the image has no group for are allowed.
+    def check_gid(self) -> None:
+        value = self.get("NB_GID")
+        gid = int(value)
+        if gid == 0:
+            raise Refused("NB_GID=0 is root's group, whose rights everything run in the notebooks and SSH sessions "
+                          "would get; use your own gid (id -g, 1000 or above) or 100 (users)")
+        group = self.system.group_name(gid) if gid < 1000 and gid != 100 else None
+        if group is not None:
+            raise Refused(f"NB_GID={value} is the image's system group '{group}', whose rights everything run in the "
+                          "notebooks and SSH sessions would get; use your own gid (id -g, 1000 or above) or "
+                          "100 (users)")
+
+    # What would otherwise fail only once the services start: two services on one port, or
+    # JupyterLab (never root) on a port that only root may listen on.
+    def check_listening(self, ssh_starts: bool) -> None:
+        port_name, server = "JUPYTER_PORT", "JupyterLab"
+        if self.plan["cfg_mode"] == "hub":
+            port_name, server = "JUPYTERHUB_SERVICE_URL's port", "JupyterHub's single-user server"
+        port, ssh_port = str(self.plan["cfg_jupyter_port"]), str(self.plan["SSH_PORT"])
+        if not self.on("cfg_jupyter"):
+            return
+        if ssh_starts and int(port) == int(ssh_port):
+            raise Refused(f"{port_name}={port} and SSH_PORT={ssh_port}: {server} and sshd cannot listen on the same "
+                          "port; change one of them")
+        floor = self.system.unprivileged_port_start()
+        if floor is not None and int(port) < floor:
+            raise Refused(f"{port_name}={port}: {server} runs as {self.get('NB_USER')}, never root, and here only root "
+                          f"may listen below port {floor} (net.ipv4.ip_unprivileged_port_start); use {floor} or above "
+                          "and publish it as any port (-p 80:8888)")
+
+    # Extra args for the server are on its command line, which every process reads in ps.
+    def check_server_args(self) -> None:
+        for arg in self.server_args():
+            if SERVER_AUTH_ARG.match(arg):
+                raise Refused(f"the server's argument '{arg.split('=', 1)[0]}': Jupyter's token and password are set "
+                              "with JUPYTER_TOKEN_FILE, JUPYTER_TOKEN or JUPYTER_PASSWORD_HASH (README, Settings), "
+                              "never on the command line, where every process can read them")
+
+    def secret(self, name: str, file_name: str) -> str:
+        """The value of NAME, or the contents of the file FILE_NAME names (trailing newlines dropped)."""
+        path = self.get(file_name)
+        if not path:
+            return self.get(name)
+        if self.get(name):
+            raise Refused(f"{name} and {file_name} are both set: set one")
+        size = self.system.file_size(path)
+        if size is not None and size > FILE_LIMITS[file_name]:
+            raise Refused(f"{file_name}={path}: the file is {size} bytes; at most {FILE_LIMITS[file_name]}")
+        content = self.system.read_file(path)
+        if content is None:
+            raise Refused(f"{file_name}={path}: no such readable file")
+        content = content.replace("\0", "").rstrip("\n")
+        if not content.strip():
+            raise Refused(f"{file_name}={path}: the file is empty")
+        return content
+
+    # Jupyter always has auth: a token (given, from a file, or generated) and/or a hashed password,
+    # unless JUPYTER_INSECURE_NO_AUTH=1 says otherwise in so many words.
+    def load_jupyter_auth(self) -> None:
+        token = self.secret("JUPYTER_TOKEN", "JUPYTER_TOKEN_FILE")
+        shown = "JUPYTER_TOKEN_FILE" if self.get("JUPYTER_TOKEN_FILE") else "JUPYTER_TOKEN"
+        if self.get("JUPYTER_TOKEN_FILE") and len(token) > 1024:
+            raise Refused(f"JUPYTER_TOKEN_FILE={self.get('JUPYTER_TOKEN_FILE')}: the token is {len(token)} characters "
+                          "long; at most 1024")
+        if not graph(token):
+            raise Refused(f"{shown}: the token contains spaces or control characters")
+        # The token is the whole login and Jupyter takes any length: a chosen one must not be guessable.
+        if token and len(token) < 16:
+            raise Refused(f"{shown}: the token is {len(token)} characters long; at least 16 (make one with: "
+                          "openssl rand -hex 24)")
+        password_hash = self.get("JUPYTER_PASSWORD_HASH")
+        if password_hash and not PASSWORD_HASH.fullmatch(password_hash):
+            raise Refused("JUPYTER_PASSWORD_HASH is not a Jupyter password hash (argon2:... or sha1:...; make "
+                          "one with: "
+                          "python -c 'from jupyter_server.auth import passwd; print(passwd())')")
+        hosts = self.allowed_hosts()
+        generated = False
+        if self.on("cfg_no_auth"):
+            if token or password_hash:
+                raise Refused("JUPYTER_INSECURE_NO_AUTH=1 together with a token or password: drop one of them")
+            # Without auth the Host check is all that keeps a web page out (DNS rebinding).
+            if not hosts:
+                raise Refused("JUPYTER_INSECURE_NO_AUTH=1 needs JUPYTER_ALLOWED_HOSTS, the host names JupyterLab is "
+                              "reached by (e.g. the proxy's jupyter.example.com, or localhost): without auth, "
+                              "any other "
+                              "name could be a web page's, through DNS rebinding")
+        elif not token and not password_hash:
+            token, generated = self.system.new_token(), True
+        self.plan.update(cfg_token=token, cfg_password_hash=password_hash, cfg_allowed_hosts=hosts)
+        self.flag("cfg_token_generated", generated)
+
+    # JUPYTER_ALLOWED_HOSTS: host names (comma- or space-separated) for Jupyter Server's Host check,
+    # in lower case as browsers send them.
+    def allowed_hosts(self) -> List[str]:
+        hosts: List[str] = []
+        for word in split_list(self.get("JUPYTER_ALLOWED_HOSTS")):
+            name = word.lower()
+            if ADDRESS.fullmatch(name):
+                raise Refused(f"JUPYTER_ALLOWED_HOSTS: '{name}' is an address; Jupyter lets loopback addresses "
+                              "(127.0.0.1, ::1) in always and no other address: list host names")
+            if len(name) > 253 or not HOST_NAME.fullmatch(name):
+                raise Refused(f"JUPYTER_ALLOWED_HOSTS: '{name}' is not a host name (letters, digits, dots and dashes, "
+                              "e.g. jupyter.example.com; no scheme, port or wildcard)")
+            hosts.append(name)
+        return hosts
+
+    # 12: the hub mode's settings, from the hub's spawner; the hub's login is the only one.
+    def load_hub_config(self) -> None:
+        if not self.get("JUPYTERHUB_API_TOKEN") + self.get("JPY_API_TOKEN"):
+            raise Refused("the hub mode (command jupyterhub-singleuser or start-singleuser) needs "
+                          "JUPYTERHUB_API_TOKEN, "
+                          "which JupyterHub's spawner sets: start it from a hub, or give no command for the standalone "
+                          "JupyterLab")
+        for name in ("JUPYTER_TOKEN", "JUPYTER_TOKEN_FILE", "JUPYTER_PASSWORD_HASH", "JUPYTER_ALLOWED_HOSTS"):
+            if self.get(name):
+                raise Refused(f"{name} is set, but in the hub mode the hub's login is the only one: unset {name} (it "
+                              "applies to the standalone JupyterLab)")
+        if self.on("cfg_no_auth"):
+            raise Refused("JUPYTER_INSECURE_NO_AUTH=1 in the hub mode, where the hub's login is the only one: unset it")
+        if not self.on("cfg_jupyter"):
+            raise Refused("ENABLE_JUPYTER=0 in the hub mode, which exists to run the hub's single-user "
+                          "server: unset it")
+        url = self.get("JUPYTERHUB_SERVICE_URL")
+        if not url:
+            raise Refused("JUPYTERHUB_SERVICE_URL is not set: the hub mode needs it from the hub's spawner "
+                          "(JupyterHub 2 "
+                          "or later sets it)")
+        match = HUB_URL.fullmatch(url)
+        if not match:
+            raise Refused(f"JUPYTERHUB_SERVICE_URL='{url}' is not a URL like http://0.0.0.0:8888/user/NAME/")
+        port = match.group(4) or ("80" if match.group(1) == "http" else "443")
+        self.plan["cfg_jupyter_port"] = port
+        if self.apptainer and int(port) == 0:
+            self.plan["cfg_report_port"] = "1"  # 07-apptainer: batchspawner's hub waits to be told the port
+        elif not 1 <= int(port) <= 65535:
+            raise Refused(f"JUPYTERHUB_SERVICE_URL='{url}': port {port} is not a TCP port (1-65535)")
+        base_url = self.get("JUPYTERHUB_SERVICE_PREFIX") or "/"
+        if not (base_url.startswith("/") and graph(base_url)):
+            raise Refused(f"JUPYTERHUB_SERVICE_PREFIX='{base_url}' is not a URL path like /user/NAME/")
+        self.plan.update(cfg_base_url=base_url, cfg_token="", cfg_password_hash="", cfg_allowed_hosts=[])
+        self.flag("cfg_token_generated", False)
+
+    # 52: docker-stacks' options for the server.
+    def load_server_options(self) -> None:
+        mode = self.plan["cfg_mode"]
+        app = self.get("DOCKER_STACKS_JUPYTER_CMD") or "lab"
+        if app == "notebook":
+            if mode == "services" and not self.system.has_command("jupyter-notebook"):
+                raise Refused("DOCKER_STACKS_JUPYTER_CMD=notebook: the notebook package (Jupyter Notebook 7) is not in "
+                              "this image; use lab or server, or add it (pip install notebook) in an image built FROM "
+                              "this one")
+        elif app not in ("lab", "server"):
+            raise Refused(f"DOCKER_STACKS_JUPYTER_CMD='{app}' is not one of lab, server, notebook")
+        self.plan["cfg_jupyter_app"] = app
+        try:
+            words = notebook_args.split(self.get("NOTEBOOK_ARGS"))
+        except notebook_args.Unsplittable as error:
+            raise Refused(str(error)) from error
+        # docker-stacks' start-notebook.py and start-singleuser.py put NOTEBOOK_ARGS first, then their own.
+        if mode != "command":
+            self.plan["cfg_server_args"] = words + self.server_args()
+        names: List[str] = []
+        for name in split_list(self.get("JUPYTER_ENV_VARS_TO_UNSET")):
+            if not VARIABLE_NAME.fullmatch(name):
+                raise Refused(f"JUPYTER_ENV_VARS_TO_UNSET: '{name}' is not a variable name (letters, digits, _; "
+                              "comma-separated)")
+            if name in KEEP_SET:
+                raise Refused(f"JUPYTER_ENV_VARS_TO_UNSET: {name} is needed by the services themselves and cannot be "
+                              "unset")
+            names.append(name)
+        self.plan["cfg_unset_names"] = names
+        gen_cert = switch(self.env, "GEN_CERT", "0")
+        if gen_cert and mode == "hub":
+            raise Refused(f"GEN_CERT={self.get('GEN_CERT')}: in the hub mode the hub decides whether its servers speak "
+                          "HTTPS (JupyterHub's internal_ssl); unset GEN_CERT")
+        if gen_cert and mode == "services" and not self.on("cfg_jupyter"):
+            raise Refused(f"GEN_CERT={self.get('GEN_CERT')} with ENABLE_JUPYTER=0: there is no Jupyter server "
+                          f"to give a "
+                          "certificate; drop one of them")
+        self.flag("cfg_gen_cert", gen_cert)
+
+    # 16: docker-stacks' user settings beyond NB_USER/NB_UID/NB_GID, and the root triplet.
+    def load_user_config(self) -> None:
+        triplet = root_triplet(self.env)
+        self.flag("cfg_triplet", triplet)
+        group = self.get("NB_GROUP")
+        if group and not users.NAME.fullmatch(group):
+            raise Refused(f"NB_GROUP='{group}' is not a valid group name (lower-case letters, digits, _ and -)")
+        umask = self.get("NB_UMASK")
+        if umask and not re.fullmatch("0?[0-7]{1,3}", umask):
+            raise Refused(f"NB_UMASK='{umask}' is not a umask: octal, like 022 (the default) or 002 (the group may "
+                          "write)")
+        self.plan.update(cfg_group=group, cfg_umask=umask)
+        self.flag("cfg_grant_sudo", switch(self.env, "GRANT_SUDO", "0"))
+        self.flag("cfg_chown_home", switch(self.env, "CHOWN_HOME", "0"))
+        plan: List[Tuple[str, str]] = []
+        if self.get("CHOWN_HOME_OPTS") + self.get("CHOWN_EXTRA") + self.get("CHOWN_EXTRA_OPTS"):
+            try:
+                plan = users.chown_plan(dict(self.env))
+            except users.Refused as error:
+                raise Refused(str(error)) from error
+        for kind in ("home-opt", "extra-opt", "extra"):
+            self.plan["cfg_chown_" + kind.replace("-opt", "_opts").replace("-", "_")] = [
+                value for found, value in plan if found == kind]
+
+        user = self.get("NB_USER")
+        if user == "root" and not triplet:
+            raise Refused("NB_USER=root: JupyterLab and SSH logins never run as root; only NB_USER=root NB_UID=0 "
+                          "NB_GID=0 together do (for rootless Docker or Podman, where root in the container is your "
+                          "own host account)")
+        if triplet:
+            self.load_root_triplet()
+        elif user != self.dev_user_name():
+            uid = self.system.user_uid(user)
+            if uid is not None:
+                raise Refused(f"NB_USER={user} is already a user of the image (uid {uid}); pick another name")
+
+        self.note_ignored()
+
+    def note_ignored(self) -> None:
+        ignored = "is ignored: it needs a container started as root, and this one runs as uid"
+        if not self.on("is_root"):
+            if self.on("cfg_grant_sudo"):
+                self.warnings.append(f"GRANT_SUDO={self.get('GRANT_SUDO')} {ignored} {self.euid}")
+            if self.on("cfg_chown_home"):
+                self.warnings.append(f"CHOWN_HOME={self.get('CHOWN_HOME')} {ignored} {self.euid}")
+            if self.plan["cfg_chown_extra"]:
+                self.warnings.append(f"CHOWN_EXTRA {ignored} {self.euid}")
+        if not self.on("cfg_chown_home") and self.plan["cfg_chown_home_opts"]:
+            self.warnings.append("CHOWN_HOME_OPTS is set but CHOWN_HOME is not: nothing is chowned (set "
+                                 "CHOWN_HOME=yes)")
+        if not self.plan["cfg_chown_extra"] and self.plan["cfg_chown_extra_opts"]:
+            self.warnings.append("CHOWN_EXTRA_OPTS is set but CHOWN_EXTRA is not: nothing is chowned")
+
+    def dev_user_name(self) -> str:
+        """The dev user's name in /etc/passwd now: the image's, or the NB_USER an earlier start renamed it to."""
+        name = self.get("TFENV_IMAGE_USER")
+        if self.system.user_uid(name) is not None:
+            return name
+        text = self.system.read_file(RENAMED_USER_FILE)
+        renamed = text.split("\n", 1)[0].strip() if text else ""
+        return renamed if renamed and self.system.user_uid(renamed) is not None else ""
+
+    # The triplet runs JupyterLab (or the command) as the container's root, with HOME /home/root; sshd
+    # never lets root in, so SSH stays off. Jupyter refuses root without allow_root.
+    def load_root_triplet(self) -> None:
+        if not self.on("is_root"):
+            raise Refused(f"NB_USER=root NB_UID=0 NB_GID=0 runs JupyterLab as the container's root, but this container "
+                          f"runs as uid {self.euid}: drop --user (under rootless Docker or Podman, root in "
+                          f"the container "
+                          "is your own host account)")
+        if self.plan["cfg_mode"] != "command" and not self.on("cfg_jupyter"):
+            raise Refused("ENABLE_JUPYTER=0 with NB_USER=root NB_UID=0 NB_GID=0, where SSH stays off: nothing to run")
+        self.plan["cfg_ssh"] = "0"
+        self.flag("ssh_starts", False)
+        args = self.server_args()
+        if not any(arg.startswith("--ServerApp.allow_root=") or arg == "--allow-root" for arg in args):
+            self.plan["cfg_server_args"] = ["--ServerApp.allow_root=True", *args]
+
+
+def make_plan(env: Mapping[str, str], args: Sequence[str], euid: int,
+              system: Optional[System] = None) -> Tuple[Dict[str, Value], Dict[str, str], List[str]]:
+    """The plan's variables, the variables to export, and the WARNING lines; or Refused."""
+    planner = Planner(env, args, euid, system or System())
+    planner.run()
+    return planner.plan, planner.exports, planner.warnings
+
+
+def render(plan: Mapping[str, Value], exports: Mapping[str, str]) -> str:
+    """Shell assignments, one a line, every value quoted: what eval reads back as exactly these values."""
+    lines = []
+    for name, value in plan.items():
+        quoted = shlex.quote(value) if isinstance(value, str) else "(" + " ".join(map(shlex.quote, value)) + ")"
+        lines.append(f"{name}={quoted}")
+    lines.extend(f"export {name}={shlex.quote(value)}" for name, value in exports.items())
+    return "".join(line + "\n" for line in lines)
+
+
+def main(argv: Sequence[str]) -> int:
+    try:
+        plan, exports, warnings = make_plan(os.environ, argv, os.geteuid())
+    except Refused as refused:
+        print(f"{PREFIX}ERROR: {refused}", file=sys.stderr)
+        return USAGE
+    for warning in warnings:
+        print(f"{PREFIX}WARNING: {warning}", file=sys.stderr)
+    sys.stdout.buffer.write(render(plan, exports).encode("utf-8", "surrogateescape"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
