@@ -245,7 +245,7 @@ class Planner:
         else:
             port = self.get("JUPYTER_PORT") or "8888"
             check_port("JUPYTER_PORT", port)
-            self.plan["JUPYTER_PORT"] = self.plan["cfg_jupyter_port"] = port
+            self.plan["cfg_jupyter_port"] = port
             base_url = self.get("JUPYTER_BASE_URL") or "/"
             if not BASE_URL.fullmatch(base_url):
                 raise Refused(f"JUPYTER_BASE_URL='{base_url}' must be a path like /jupyter/ (letters, digits, "

@@ -46,12 +46,12 @@ CASES = {
 
 # Every variable the entrypoint reads has a length limit, far above any real value; 70 KB is above all.
 LONG = 70_000
-# Every variable with a length bound, as 10-config.sh lists them (SETTING_LIMITS, NAME:LIMIT): a
+# Every variable with a length bound, as the planner lists them (startup/plan.py, SETTING_LIMITS): a
 # setting added there is tested here without a second list to keep in step.
-SETTING_LIMITS = re.search(r"readonly SETTING_LIMITS=\(([^)]*)\)",
-                           (REPO / "image" / "entrypoint.d" / "10-config.sh").read_text())
-assert SETTING_LIMITS, "10-config.sh has no SETTING_LIMITS"
-BOUNDED = [entry.split(":")[0] for entry in SETTING_LIMITS[1].split()]
+SETTING_LIMITS = re.search(r"SETTING_LIMITS[^=]*= \(([^=]*)\n\)",
+                           (REPO / "image" / "startup" / "plan.py").read_text())
+assert SETTING_LIMITS, "startup/plan.py has no SETTING_LIMITS"
+BOUNDED = re.findall(r'\("([A-Z_]+)", [0-9]+\)', SETTING_LIMITS[1])
 
 
 def assert_refused(tracked: TrackedContainer, container: Container, message: str) -> None:
