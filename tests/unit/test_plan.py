@@ -4,7 +4,6 @@ container tests (tests/image/test_bad_input.py) keep one smoke test per family o
 
 import subprocess
 from collections.abc import Mapping
-from typing import Optional
 
 import pytest
 from startup import plan
@@ -20,29 +19,29 @@ HUB = {"JUPYTERHUB_API_TOKEN": "t" * 32, "JUPYTERHUB_SERVICE_URL": "http://0.0.0
 class FakeSystem(plan.System):
     """The image's users and groups, some files, /proc's port floor and the self-check's answer."""
 
-    def __init__(self, files: Optional[Mapping[str, str]] = None, floor: Optional[int] = 0,
+    def __init__(self, files: Mapping[str, str] | None = None, floor: int | None = 0,
                  self_check: tuple[int, str] = (0, "warn"), commands: tuple[str, ...] = ()) -> None:
         self.files = dict(files or {})
         self.floor = floor
         self.self_check = self_check
         self.commands = commands
 
-    def group_name(self, gid: int) -> Optional[str]:
+    def group_name(self, gid: int) -> str | None:
         return {0: "root", 4: "adm", 42: "shadow", 50: "staff", 100: "users"}.get(gid)
 
-    def user_uid(self, name: str) -> Optional[int]:
+    def user_uid(self, name: str) -> int | None:
         return {"root": 0, "daemon": 1, "jovyan": 1000}.get(name)
 
-    def file_size(self, path: str) -> Optional[int]:
+    def file_size(self, path: str) -> int | None:
         return len(self.files[path].encode()) if path in self.files else None
 
-    def read_file(self, path: str) -> Optional[str]:
+    def read_file(self, path: str) -> str | None:
         return self.files.get(path)
 
     def has_command(self, name: str) -> bool:
         return name in self.commands
 
-    def unprivileged_port_start(self) -> Optional[int]:
+    def unprivileged_port_start(self) -> int | None:
         return self.floor
 
     def self_check_mode(self) -> tuple[int, str]:
@@ -53,19 +52,19 @@ class FakeSystem(plan.System):
 
 
 def planned(env: Mapping[str, str], args: tuple[str, ...] = (), euid: int = 0,
-            system: Optional[plan.System] = None) -> tuple[dict[str, plan.Value], dict[str, str], list[str]]:
+            system: plan.System | None = None) -> tuple[dict[str, plan.Value], dict[str, str], list[str]]:
     return plan.make_plan({**BASE, **env}, args, euid, system or FakeSystem())
 
 
 def refusal(env: Mapping[str, str], args: tuple[str, ...] = (), euid: int = 0,
-            system: Optional[plan.System] = None) -> str:
+            system: plan.System | None = None) -> str:
     with pytest.raises(plan.Refused) as refused:
         planned(env, args, euid, system)
     return str(refused.value)
 
 
 # (environment, args, euid, system, the whole line after "tf29-env: ERROR: ")
-Row = tuple[dict[str, str], tuple[str, ...], int, Optional[FakeSystem], str]
+Row = tuple[dict[str, str], tuple[str, ...], int, FakeSystem | None, str]
 REFUSALS: dict[str, Row] = {
     "start.sh without command": ({}, ("start.sh",), 0, None,
                                  "start.sh needs a command to run (start.sh CMD [ARGS]); without one, give no command "
@@ -130,7 +129,8 @@ REFUSALS: dict[str, Row] = {
                                   "JUPYTER_TOKEN_FILE, JUPYTER_TOKEN or JUPYTER_PASSWORD_HASH (README, Settings), "
                                   "never on the command line, where every process can read them"),
     "hub without token": ({}, ("jupyterhub-singleuser",), 0, None,
-                          "the hub mode (command jupyterhub-singleuser or start-singleuser) needs JUPYTERHUB_API_TOKEN, "
+                          "the hub mode (command jupyterhub-singleuser or start-singleuser) needs "
+                          "JUPYTERHUB_API_TOKEN, "
                           "which JupyterHub's spawner sets: start it from a hub, or give no command for the "
                           "standalone JupyterLab"),
     "hub with a token": ({**HUB, "JUPYTER_TOKEN": "x" * 20}, ("start-singleuser.sh",), 0, None,
@@ -337,7 +337,8 @@ def test_notebook_args_come_before_the_commands_own() -> None:
 
 def test_the_hub_plan() -> None:
     variables, exports, _ = planned({**HUB, "JUPYTERHUB_SERVICE_URL": "https://[::]/user/ann/"})
-    assert (variables["cfg_jupyter_port"], variables["cfg_base_url"], variables["cfg_token"]) == ("443", "/user/ann/", "")
+    assert (variables["cfg_jupyter_port"], variables["cfg_base_url"]) == ("443", "/user/ann/")
+    assert variables["cfg_token"] == ""
     assert exports == {"TENSORBOARD_PROXY_URL": "/user/ann/proxy/%PORT%/"}
     assert planned({**HUB, "JUPYTERHUB_SERVICE_URL": "http://x/"})[0]["cfg_jupyter_port"] == "80"
 
@@ -397,7 +398,7 @@ def test_settings_that_need_root_are_named_as_ignored() -> None:
 def test_a_renamed_dev_user_keeps_its_new_name() -> None:
     """A restarted container whose jovyan an earlier start renamed: the name is its own, not another user's."""
     class Renamed(FakeSystem):
-        def user_uid(self, name: str) -> Optional[int]:
+        def user_uid(self, name: str) -> int | None:
             return {"daemon": 1, "ann": 1000}.get(name)
 
     system = Renamed(files={plan.RENAMED_USER_FILE: "ann\n"})
