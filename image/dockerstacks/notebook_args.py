@@ -1,6 +1,6 @@
 """NOTEBOOK_ARGS, docker-stacks' extra arguments for the Jupyter server, split into words as
 docker-stacks splits them (Python's shlex, POSIX shell rules: quotes group, backslashes escape, no
-variables or globs), for the entrypoint (entrypoint.d/52-serveropts.sh): each word on stdout ended by
+variables or globs), for the planner (startup/plan.py): each word on stdout ended by
 a NUL, which no word can hold. A value that cannot be split (a quote left open, a trailing
 backslash) is one line on stderr, exit 2. What the words may say (no token or password) is the
 entrypoint's to check, with the other extra args.

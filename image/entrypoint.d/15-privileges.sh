@@ -34,7 +34,7 @@ check_run_dir() {
     die "TFENV_RUN_DIR=${RUN_DIR} is not a writable folder$(why_not_writable "${RUN_DIR}"): mount a tmpfs on it (--tmpfs ${RUN_DIR})"
 }
 
-# check_privileges: after the settings are read (10-config has checked their lengths, the ports
+# check_privileges: after the settings are read (startup/plan.py has checked their lengths, the ports
 # and the host key folder), what the start they ask for needs: the run directory (services and hub
 # mode), and of root the files it rewrites and the capabilities.
 check_privileges() {

@@ -6,7 +6,7 @@
 #   as root          the image's jovyan is renamed to NB_USER (home /home/NB_USER, the image's files
 #                    there follow) and fitted to NB_UID/NB_GID; bind-mounted folders are not chowned
 #                    (24-chown does, when CHOWN_HOME/CHOWN_EXTRA ask);
-#   root triplet     (16-usercfg) root itself, with HOME /home/root;
+#   root triplet     (startup/plan.py) root itself, with HOME /home/root;
 #   without root     (--user UID[:GID]) nothing under /etc can change: a uid without a passwd entry,
 #                    or the image user's uid under another NB_USER, is given one through
 #                    libnss-wrapper (startup/users.py says why that way).

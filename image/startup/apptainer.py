@@ -68,7 +68,7 @@ def port_free(port: int) -> bool:
 
 
 def plan_port(asked: Optional[str], free: Callable[[int], bool] = port_free) -> Tuple[int, int]:
-    """(port, retries): ASKED is JUPYTER_PORT as set (10-config has checked it is a port)."""
+    """(port, retries): ASKED is JUPYTER_PORT as set (startup/plan.py has checked it is a port)."""
     if asked and int(asked) != DEFAULT_PORT:
         port = int(asked)
         if not free(port):

@@ -54,6 +54,12 @@ RENAMED_USER_FILE = "/etc/tf29-env/dev-user"
 SELFCHECK = "/opt/tf29-env/bin/selfcheck"
 UNPRIVILEGED_PORT_START = "/proc/sys/net/ipv4/ip_unprivileged_port_start"
 
+# The container's commands that name a mode (docker-stacks' start commands, as dockerstacks/start_command.py
+# links them, and the hub's): a path counts by its name.
+HUB_COMMANDS = ("jupyterhub-singleuser", "start-singleuser.sh", "start-singleuser.py")
+NOTEBOOK_COMMANDS = ("start-notebook.sh", "start-notebook.py")
+COMMAND_WRAPPER = "start.sh"
+
 SERVER_AUTH_ARG = re.compile(r"--?[A-Za-z]*\.?(token|password|hashed_password)(=|$)")
 PASSWORD_HASH = re.compile(r"(argon2:\$argon2(id|i|d)\$|sha1:|sha256:)\S+")
 HUB_URL = re.compile(r"(https?)://([A-Za-z0-9._-]*|\[[0-9A-Fa-f:.]+\])(:([0-9]{1,5}))?(/\S*)?")
@@ -182,11 +188,11 @@ class Planner:
             self.plan["cfg_mode"] = "hub" if self.get("JUPYTERHUB_API_TOKEN") else "services"
             return
         name = args[0].rsplit("/", 1)[-1]
-        if name in ("jupyterhub-singleuser", "start-singleuser.sh", "start-singleuser.py"):
+        if name in HUB_COMMANDS:
             mode = "hub"
-        elif name in ("start-notebook.sh", "start-notebook.py"):
+        elif name in NOTEBOOK_COMMANDS:
             mode = "hub" if self.get("JUPYTERHUB_API_TOKEN") else "services"
-        elif name == "start.sh":
+        elif name == COMMAND_WRAPPER:
             if len(args) < 2:
                 raise Refused("start.sh needs a command to run (start.sh CMD [ARGS]); without one, give no "
                               "command at all")

@@ -1,4 +1,4 @@
-"""The dev user's files for the entrypoint (entrypoint.d/16-usercfg.sh, 20-user.sh), which runs this with the
+"""The dev user's files for the entrypoint (entrypoint.d/20-user.sh) and the planner (startup/plan.py), which runs this with the
 distro's python3 -I:
 
   nss OUT_DIR UID GID USER GROUP HOME
@@ -42,7 +42,7 @@ SYSTEM_TREES = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/l
                 "/run", "/sbin", "/sys", "/usr", "/var", "/opt/tf29-env")
 # Shared folders that may hold others' files: refused themselves, while a folder in them is fine.
 SHARED_FOLDERS = ("/tmp", "/home")
-# Unix names, as the entrypoint checks NB_USER and NB_GROUP (paired with entrypoint.d/16-usercfg.sh).
+# Unix names: NB_USER and NB_GROUP (the planner, startup/plan.py, checks them with this one).
 NAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
 
 
