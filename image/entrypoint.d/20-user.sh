@@ -69,6 +69,11 @@ fit_user() {
     warn "NB_USER=root NB_UID=0 NB_GID=0: ${what} runs as the container's root, with HOME /home/root (meant for rootless Docker or Podman, where that root is your host account); SSH stays off, as it never logs in as root"
     NB_HOME=/home/root
     make_home "/home/${IMAGE_USER}" "${NB_HOME}" copy
+    # root's passwd entry says the same home as HOME, for what looks it up (getent, ~root, ssh-keygen).
+    # usermod refuses while root runs processes (tini); a read-only /etc keeps the image's /root.
+    if [[ -w /etc/passwd && -w /etc ]]; then
+      sed -i -E 's#^(root:[^:]*:[^:]*:[^:]*:[^:]*:)[^:]*:#\1/home/root:#' /etc/passwd
+    fi
     as_user=(env "HOME=${NB_HOME}" USER=root LOGNAME=root)
     user_home=${NB_HOME}
     return 0
