@@ -38,16 +38,12 @@ check_run_dir() {
 # and the host key folder), what the start they ask for needs: the run directory (services and hub
 # mode), and of root the files it rewrites and the capabilities.
 check_privileges() {
-  local service_mode=1 jupyter=0 ssh=0 unprivileged_ports=1024
+  local service_mode=1 jupyter=0 ssh=0
   [[ ${cfg_mode} != command ]] || service_mode=0
   ((!service_mode)) || check_run_dir
   ((is_root)) || return 0 # without root, nothing below is attempted
   ((service_mode && cfg_jupyter)) && jupyter=1
   ((service_mode && cfg_ssh)) && [[ -n ${cfg_ssh_keys} ]] && ssh=1
-  # Listening below this takes NET_BIND_SERVICE; Docker sets it to 0, most other runtimes do not.
-  if [[ -r /proc/sys/net/ipv4/ip_unprivileged_port_start ]]; then
-    read -r unprivileged_ports </proc/sys/net/ipv4/ip_unprivileged_port_start
-  fi
 
   plan_user
   if ((user_refit)); then
@@ -119,8 +115,8 @@ check_privileges() {
     need_cap SYS_CHROOT "for sshd's privilege separation"
     need_cap CHOWN "for sshd to hand a login's terminal to ${NB_USER}"
     need_cap AUDIT_WRITE "for sshd's login records of terminal sessions"
-    if ((10#${SSH_PORT} < unprivileged_ports)); then
-      need_cap NET_BIND_SERVICE "for sshd to listen on SSH_PORT=${SSH_PORT}, below ${unprivileged_ports} (net.ipv4.ip_unprivileged_port_start; or use SSH_PORT=2222)"
+    if ((10#${SSH_PORT} < cfg_unprivileged_ports)); then
+      need_cap NET_BIND_SERVICE "for sshd to listen on SSH_PORT=${SSH_PORT}, below ${cfg_unprivileged_ports} (net.ipv4.ip_unprivileged_port_start; or use SSH_PORT=2222)"
     fi
   fi
   if ((${#caps_missing[@]} > 0)); then

@@ -291,12 +291,14 @@ class Planner:
         if self.plan["cfg_mode"] == "hub":
             port_name, server = "JUPYTERHUB_SERVICE_URL's port", "JupyterHub's single-user server"
         port, ssh_port = str(self.plan["cfg_jupyter_port"]), str(self.plan["SSH_PORT"])
+        floor = self.system.unprivileged_port_start()
+        # Listening below it takes NET_BIND_SERVICE (15-privileges); Docker sets it to 0, most other runtimes do not.
+        self.plan["cfg_unprivileged_ports"] = str(1024 if floor is None else floor)
         if not self.on("cfg_jupyter"):
             return
         if ssh_starts and int(port) == int(ssh_port):
             raise Refused(f"{port_name}={port} and SSH_PORT={ssh_port}: {server} and sshd cannot listen on the same "
                           "port; change one of them")
-        floor = self.system.unprivileged_port_start()
         if floor is not None and int(port) < floor:
             raise Refused(f"{port_name}={port}: {server} runs as {self.get('NB_USER')}, never root, and here only root "
                           f"may listen below port {floor} (net.ipv4.ip_unprivileged_port_start); use {floor} or above "

@@ -304,7 +304,7 @@ def test_the_default_plan() -> None:
         "is_root": "1", "cfg_report_port": "0", "cfg_mode": "services", "cfg_server_args": [], "cfg_command": [],
         "cfg_jupyter": "1", "cfg_ssh": "1", "cfg_no_auth": "0", "cfg_self_check": "warn", "SSH_PORT": "22",
         "cfg_host_key_dir": "/etc/ssh/host-keys", "cfg_jupyter_app": "lab", "cfg_unset_names": [], "cfg_gen_cert": "0",
-        "cfg_jupyter_port": "8888", "cfg_base_url": "/", "cfg_token": "f" * 48, "cfg_password_hash": "",
+        "cfg_unprivileged_ports": "0", "cfg_jupyter_port": "8888", "cfg_base_url": "/", "cfg_token": "f" * 48, "cfg_password_hash": "",
         "cfg_allowed_hosts": [], "cfg_token_generated": "1", "cfg_ssh_keys": "", "ssh_starts": "0",
         "cfg_triplet": "0", "cfg_group": "", "cfg_umask": "", "cfg_grant_sudo": "0", "cfg_chown_home": "0",
         "cfg_chown_home_opts": [], "cfg_chown_extra_opts": [], "cfg_chown_extra": []}
