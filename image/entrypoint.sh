@@ -32,8 +32,7 @@ source 90-supervise.sh
 cd /
 
 main() {
-  check_scratch                     # 15: /tmp is writable (--read-only needs a tmpfs there)
-  load_config "$@"                  # 10: the plan (startup/plan.py): bad input stops here, before anything starts
+  load_config "$@"                  # 10: the plan (startup/plan.py): /tmp, every setting; bad input stops here
   load_apptainer_config             # 07: under Apptainer, the port on a shared node, PYTHONNOUSERSITE
   check_privileges                  # 15: the capabilities and writable paths the steps below need
   fit_user                          # 20: NB_USER, NB_UID, NB_GID (without root: libnss-wrapper)

@@ -11,6 +11,8 @@ declare -a cfg_server_args cfg_command
 declare is_root cfg_jupyter cfg_ssh cfg_no_auth cfg_self_check SSH_PORT cfg_host_key_dir
 declare cfg_jupyter_app cfg_gen_cert cfg_jupyter_port cfg_base_url cfg_token cfg_token_generated
 declare cfg_password_hash cfg_ssh_keys ssh_starts cfg_unprivileged_ports cfg_triplet cfg_group cfg_umask cfg_grant_sudo cfg_chown_home
+# /proc/self/mountinfo as read once: mount point, options, mount point, options, ... (00-common).
+declare -a mounts
 declare -a cfg_unset_names cfg_allowed_hosts cfg_chown_home_opts cfg_chown_extra_opts cfg_chown_extra
 # The planner is a module of /opt/tf29-env's packages, run by the distro's python3 -I (which adds no
 # folder of its own to sys.path).

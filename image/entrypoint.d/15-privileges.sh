@@ -9,13 +9,6 @@
 declare -rA CAP_BITS=([CHOWN]=0 [DAC_OVERRIDE]=1 [DAC_READ_SEARCH]=2 [FOWNER]=3 [KILL]=5
   [SETGID]=6 [SETUID]=7 [NET_BIND_SERVICE]=10 [SYS_CHROOT]=18 [AUDIT_WRITE]=29)
 
-# check_scratch: /tmp is writable. Checked before the settings are read, because reading them may use
-# mktemp already (the message quotes no setting, so it cannot quote a runaway value); needed in
-# every mode: HOME when the root file system is read-only (20-user), JupyterLab's kernels, Python.
-check_scratch() {
-  [[ -w /tmp ]] || die "/tmp is not writable$(why_not_writable /tmp): mount a tmpfs there (--tmpfs /tmp)"
-}
-
 # check_run_dir: the run directory is a writable folder; only in service mode, as the command mode
 # never writes it. With `--tmpfs /run` it is empty, so it is made here, mode 1777 like the image's
 # own (the dev user writes the self-check report there). A tmpfs on /run takes the mode of the

@@ -115,13 +115,12 @@ fit_user() {
   as_user+=(env "HOME=${user_home}" "USER=${NB_USER}" "LOGNAME=${NB_USER}")
 }
 
-# mounts_in DIR: the mount points strictly below DIR, one a line (mountinfo writes a space as \040).
+# mounts_in DIR: the mount points strictly below DIR, one a line.
 mounts_in() {
-  local escaped point
-  while read -r escaped; do
-    printf -v point '%b' "${escaped}"
-    printf '%s\n' "${point}"
-  done < <(awk -v dir="$1/" 'index($5, dir) == 1 && $5 != dir { print $5 }' /proc/self/mountinfo)
+  local point
+  while IFS= read -r point; do
+    [[ ${point} == "$1" ]] || printf '%s\n' "${point}"
+  done < <(mount_points_under "$1")
 }
 
 # hand_over_home OLD_UID OLD_GID UID:GID: the image's own files in the home folder (owned by the old
@@ -149,7 +148,7 @@ make_home() {
   mapfile -t old_mounts < <(mounts_in "${old}")
   mode=$(stat -c %a "${old}")
   [[ $3 != move ]] || owner=$(stat -c %u:%g "${old}")
-  if awk -v dir="${new}" '$5 == dir { found = 1 } END { exit !found }' /proc/self/mountinfo; then
+  if is_mount_point "${new}"; then
     log "${new} is a mount: the image's files in ${old} are not copied into it"
   else
     if [[ -e ${new} ]]; then chown 0:0 "${new}"; else mkdir -m 700 "${new}"; fi

@@ -23,6 +23,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union  # pyth
 from dockerstacks import notebook_args
 
 from startup import users
+from startup.userstate import read_mounts
 
 USAGE = 2
 PREFIX = "tf29-env: "
@@ -53,6 +54,8 @@ KEEP_SET = ("PATH", "HOME", "TFENV_RUN_DIR", "JUPYTER_RUNTIME_DIR")
 RENAMED_USER_FILE = "/etc/tf29-env/dev-user"
 SELFCHECK = "/opt/tf29-env/bin/selfcheck"
 UNPRIVILEGED_PORT_START = "/proc/sys/net/ipv4/ip_unprivileged_port_start"
+MOUNTINFO = "/proc/self/mountinfo"
+SCRATCH = "/tmp"  # noqa: S108 - checked, not written
 
 # The container's commands that name a mode (docker-stacks' start commands, as dockerstacks/start_command.py
 # links them, and the hub's): a path counts by its name.
@@ -120,6 +123,17 @@ class System:
     def new_token(self) -> str:
         return secrets.token_hex(24)
 
+    def writable(self, path: str) -> bool:
+        return os.access(path, os.W_OK)
+
+    def owner_and_mode(self, path: str) -> str:
+        """As `stat -c 'owner %u:%g, mode %a'` says it, or "missing"."""
+        try:
+            info = os.stat(path)
+        except OSError:
+            return "missing"
+        return f"owner {info.st_uid}:{info.st_gid}, mode {info.st_mode & 0o7777:o}"
+
 
 def switch(env: Mapping[str, str], name: str, default: str) -> bool:
     value = env.get(name) or default
@@ -176,9 +190,38 @@ class Planner:
         return args
 
     def run(self) -> None:
+        self.read_mounts()
+        self.check_scratch()
         self.select_mode()
         self.load_config()
         self.load_user_config()
+
+    # The mount table, read once: mount point and options in pairs, in mountinfo's order (for one
+    # point the later is on top); the entrypoint's on_read_only_fs, mounts_in and check_mounts read it.
+    def read_mounts(self) -> None:
+        mounts = read_mounts(self.system.read_file(MOUNTINFO) or "")
+        self.plan["mounts"] = [field for mount in mounts for field in (mount.point, mount.options)]
+
+    def read_only(self, path: str) -> bool:
+        """PATH lies on a file system mounted read-only: the mount on top whose point is the longest prefix decides."""
+        mounts = self.plan["mounts"]
+        options, best = "", -1
+        for point, found in zip(mounts[::2], mounts[1::2]):
+            if (path == point or path.startswith(point.rstrip("/") + "/")) and len(point) >= best:
+                options, best = found, len(point)
+        return "ro" in options.split(",")
+
+    def why_not_writable(self, path: str) -> str:
+        if self.read_only(path):
+            return " (read-only file system)"
+        return f" for uid {self.euid} ({self.system.owner_and_mode(path)})"
+
+    # /tmp is writable: HOME when the root file system is read-only (20-user), JupyterLab's kernels, Python.
+    # Checked first, in every mode; the message quotes no setting, so it cannot quote a runaway value.
+    def check_scratch(self) -> None:
+        if not self.system.writable(SCRATCH):
+            raise Refused(f"{SCRATCH} is not writable{self.why_not_writable(SCRATCH)}: mount a tmpfs there (--tmpfs "
+                          f"{SCRATCH})")
 
     # 05: the mode, from the container's command.
     def select_mode(self) -> None:

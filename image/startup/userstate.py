@@ -98,6 +98,7 @@ def user_site(base: str, version: str | None = None) -> str:
 class Mount:
     point: str
     fstype: str
+    options: str = ""  # the per-mount options (rw or ro first); the planner hands them to the entrypoint
 
 
 def read_mounts(text: str) -> list[Mount]:
@@ -109,7 +110,7 @@ def read_mounts(text: str) -> list[Mount]:
             continue
         separator = fields.index("-", 6)
         point = re.sub(r"\\([0-7]{3})", lambda match: chr(int(match.group(1), 8)), fields[4])
-        mounts.append(Mount(point, fields[separator + 1] if separator + 1 < len(fields) else ""))
+        mounts.append(Mount(point, fields[separator + 1] if separator + 1 < len(fields) else "", fields[5]))
     return mounts
 
 

@@ -1,9 +1,13 @@
 """image/startup/plan.py, the start-up planner: one row per refusal (its one line, exit 2) and rows
 of accepted plans, with a fake environment, fake files, users, groups and /proc passed in. The
 container tests (tests/image/test_bad_input.py) keep one smoke test per family of failure."""
+# ruff: noqa: S108 - /tmp is a path in a fake mount table and in messages; nothing is written there
 
+import re
+import shlex
 import subprocess
 from collections.abc import Mapping
+from pathlib import Path
 
 import pytest
 from startup import plan
@@ -20,8 +24,10 @@ class FakeSystem(plan.System):
     """The image's users and groups, some files, /proc's port floor and the self-check's answer."""
 
     def __init__(self, files: Mapping[str, str] | None = None, floor: int | None = 0,
-                 self_check: tuple[int, str] = (0, "warn"), commands: tuple[str, ...] = ()) -> None:
+                 self_check: tuple[int, str] = (0, "warn"), commands: tuple[str, ...] = (),
+                 read_only: tuple[str, ...] = ()) -> None:
         self.files = dict(files or {})
+        self.read_only = read_only
         self.floor = floor
         self.self_check = self_check
         self.commands = commands
@@ -50,6 +56,23 @@ class FakeSystem(plan.System):
     def new_token(self) -> str:
         return "f" * 48
 
+    def writable(self, path: str) -> bool:
+        return path not in self.read_only
+
+    def owner_and_mode(self, path: str) -> str:
+        return "owner 0:0, mode 755"
+
+
+# /proc/self/mountinfo of `docker run --read-only -v /data:/home/jovyan/my\ work`: the root read-only.
+MOUNTINFO = """\
+1 0 0:1 / / ro,relatime - overlay overlay rw,lowerdir=x
+2 1 0:2 / /proc rw,nosuid - proc proc rw
+3 1 0:3 / /tmp rw,nosuid - tmpfs tmpfs rw
+4 1 8:1 /data /home/jovyan/my\\040work rw,relatime - ext4 /dev/sda1 rw
+5 1 8:1 /data /home/jovyan/my\\040work ro,relatime - ext4 /dev/sda1 rw
+"""
+COMMON = (Path(__file__).resolve().parents[2] / "image" / "entrypoint.d" / "00-common.sh").read_text()
+
 
 def planned(env: Mapping[str, str], args: tuple[str, ...] = (), euid: int = 0,
             system: plan.System | None = None) -> tuple[dict[str, plan.Value], dict[str, str], list[str]]:
@@ -66,6 +89,12 @@ def refusal(env: Mapping[str, str], args: tuple[str, ...] = (), euid: int = 0,
 # (environment, args, euid, system, the whole line after "tf29-env: ERROR: ")
 Row = tuple[dict[str, str], tuple[str, ...], int, FakeSystem | None, str]
 REFUSALS: dict[str, Row] = {
+    "scratch on a read-only root": ({}, (), 0, FakeSystem(files={"/proc/self/mountinfo": "1 0 0:1 / / ro - o o rw\n"},
+                                                           read_only=("/tmp",)),
+                                    "/tmp is not writable (read-only file system): mount a tmpfs there (--tmpfs /tmp)"),
+    "scratch of another user": ({"NB_UID": "x"}, (), 1000, FakeSystem(read_only=("/tmp",)),
+                                "/tmp is not writable for uid 1000 (owner 0:0, mode 755): mount a tmpfs there (--tmpfs "
+                                "/tmp)"),
     "start.sh without command": ({}, ("start.sh",), 0, None,
                                  "start.sh needs a command to run (start.sh CMD [ARGS]); without one, give no command "
                                  "at all"),
@@ -301,10 +330,12 @@ def test_the_gids_that_are_allowed(gid: str) -> None:
 def test_the_default_plan() -> None:
     variables, exports, warnings = planned({})
     assert variables == {
-        "is_root": "1", "cfg_report_port": "0", "cfg_mode": "services", "cfg_server_args": [], "cfg_command": [],
+        "is_root": "1", "cfg_report_port": "0", "mounts": [], "cfg_mode": "services", "cfg_server_args": [],
+        "cfg_command": [],
         "cfg_jupyter": "1", "cfg_ssh": "1", "cfg_no_auth": "0", "cfg_self_check": "warn", "SSH_PORT": "22",
         "cfg_host_key_dir": "/etc/ssh/host-keys", "cfg_jupyter_app": "lab", "cfg_unset_names": [], "cfg_gen_cert": "0",
-        "cfg_unprivileged_ports": "0", "cfg_jupyter_port": "8888", "cfg_base_url": "/", "cfg_token": "f" * 48, "cfg_password_hash": "",
+        "cfg_unprivileged_ports": "0", "cfg_jupyter_port": "8888", "cfg_base_url": "/", "cfg_token": "f" * 48,
+        "cfg_password_hash": "",
         "cfg_allowed_hosts": [], "cfg_token_generated": "1", "cfg_ssh_keys": "", "ssh_starts": "0",
         "cfg_triplet": "0", "cfg_group": "", "cfg_umask": "", "cfg_grant_sudo": "0", "cfg_chown_home": "0",
         "cfg_chown_home_opts": [], "cfg_chown_extra_opts": [], "cfg_chown_extra": []}
@@ -412,3 +443,24 @@ def test_the_plan_reads_back_in_bash_as_the_same_values() -> None:
         'printf "%s\\0" "$one" "$empty" "${#list[@]}" "${list[@]}"; printenv EXPORTED'
     done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True)
     assert done.stdout.split("\0") == ["a 'b' \"c\" $d `e`\nf", "", "4", "x y", "", "$(z)", "'", "/p/%PORT%/\n"]
+
+
+def test_the_mount_table_is_read_once_for_the_entrypoint() -> None:
+    """Points unescaped (\\040 is a space), with their options, in mountinfo's order: the later is on top."""
+    variables = planned({}, system=FakeSystem(files={"/proc/self/mountinfo": MOUNTINFO}))[0]
+    assert variables["mounts"] == ["/", "ro,relatime", "/proc", "rw,nosuid", "/tmp", "rw,nosuid",
+                                   "/home/jovyan/my work", "rw,relatime", "/home/jovyan/my work", "ro,relatime"]
+
+
+@pytest.mark.parametrize(("path", "read_only"), [("/etc/passwd", True), ("/tmp/x", False), ("/tmp", False),
+                                                 ("/tmpx", True), ("/home/jovyan/my work/a", True), ("/", True)])
+def test_on_a_read_only_file_system(path: str, read_only: bool) -> None:
+    """The mount on top whose point is the longest prefix decides, in the planner and in the
+    entrypoint's on_read_only_fs (00-common.sh) that reads the planner's table."""
+    planner = plan.Planner(BASE, (), 0, FakeSystem(files={"/proc/self/mountinfo": MOUNTINFO}))
+    planner.read_mounts()
+    assert planner.read_only(path) is read_only
+    function = re.search(r"^on_read_only_fs\(\) \{\n.*?^\}\n", COMMON, re.MULTILINE | re.DOTALL)
+    assert function, "00-common.sh has no on_read_only_fs"
+    script = plan.render({"mounts": planner.plan["mounts"]}, {}) + function[0] + f"on_read_only_fs {shlex.quote(path)}"
+    assert subprocess.run(["bash", "-c", script], check=False).returncode == (0 if read_only else 1)
