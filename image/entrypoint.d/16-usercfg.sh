@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# 16-usercfg: the dev user as built and as an earlier start may have renamed it. docker-stacks' user
+# 16-usercfg: the dev user as built. docker-stacks' user
 # settings (NB_GROUP, NB_UMASK, CHOWN_*, GRANT_SUDO, the root triplet) are checked by startup/plan.py.
 
 # The dev user as built: the Dockerfile's NB_USER, which the image's ENV keeps in TFENV_IMAGE_USER
@@ -9,14 +9,3 @@
 readonly IMAGE_USER=${TFENV_IMAGE_USER}
 # The image-side helper that writes passwd/group copies (20-user).
 readonly USERS_PY=/opt/tf29-env/startup/users.py
-
-# dev_user_name: prints the name the dev user has in /etc/passwd now: the image's, or the NB_USER an
-# earlier start of this container renamed it to (20-user records it); fails when neither exists.
-dev_user_name() {
-  local name=${IMAGE_USER}
-  if ! getent passwd "${name}" >/dev/null; then
-    [[ -r ${RENAMED_USER_FILE} ]] && read -r name <"${RENAMED_USER_FILE}" && [[ -n ${name} ]] || return 1
-    getent passwd "${name}" >/dev/null || return 1
-  fi
-  printf '%s\n' "${name}"
-}

@@ -15,43 +15,8 @@
 # jovyan): a restart must find that user again, and not take another user of the name for it.
 readonly RENAMED_USER_FILE=/etc/tf29-env/dev-user
 
-# plan_user: what fit_user will change as root, without changing anything, so that 15-privileges
-# can check beforehand that it is allowed to. user_from: the dev user's name now (user_old_uid,
-# user_old_gid its ids); user_rename: it becomes NB_USER; user_refit: /etc/passwd gets
-# NB_UID/NB_GID (and the home folder's files follow); user_new_group: NB_GID has no group yet
-# (groupadd); user_group_rename: NB_GID's group is renamed to NB_GROUP; user_join_users: the dev
-# user is not in "users" yet (usermod). In the image as built, with the default settings, all are 0,
-# so such a start writes nothing under /etc: that is what lets a read-only root work.
-plan_user() {
-  user_rename=0 user_refit=0 user_new_group=0 user_group_rename=0 user_join_users=0
-  user_from=root user_old_uid=0 user_old_gid=0
-  ((!cfg_triplet)) || return 0
-  user_from=$(dev_user_name) ||
-    die "the dev user ${IMAGE_USER} is not in /etc/passwd, nor an earlier NB_USER recorded in ${RENAMED_USER_FILE}: re-create the container (docker rm, then run)"
-  user_old_uid=$(id -u "${user_from}")
-  user_old_gid=$(id -g "${user_from}")
-  [[ ${user_from} == "${NB_USER}" ]] || user_rename=1
-  local gid=$((10#${NB_GID})) group_name=${cfg_group:-${NB_USER}} entry
-  if ((user_old_uid != 10#${NB_UID} || user_old_gid != gid)); then user_refit=1; fi
-  if ! entry=$(getent group "${gid}"); then
-    ((!user_refit)) || user_new_group=1
-    if ((user_new_group)) && entry=$(getent group "${group_name}"); then
-      die "NB_GROUP: the group name '${group_name}' is the image's group $(cut -d: -f3 <<<"${entry}"); NB_GID=${NB_GID} needs another name (NB_GROUP=NAME)"
-    fi
-  elif [[ -n ${cfg_group} && ${entry%%:*} != "${cfg_group}" ]]; then
-    ((gid != 100)) ||
-      die "NB_GROUP=${cfg_group}: NB_GID=100 is the image's group 'users', which owns the home folder and the venv and keeps its name; NB_GROUP names a group of your own NB_GID"
-    ! getent group "${cfg_group}" >/dev/null ||
-      die "NB_GROUP=${cfg_group} is already another group of the image; pick another name"
-    user_group_rename=1
-  fi
-  # In "users" once refitted: as its primary group, or as a listed member.
-  local users_gid members
-  IFS=: read -r _ _ users_gid members < <(getent group users) || true
-  if ((gid != users_gid)) && [[ ,${members}, != *,"${user_from}",* ]]; then
-    user_join_users=1
-  fi
-}
+# What fit_user changes as root (user_from, user_old_uid/gid, user_rename, user_refit, user_new_group,
+# user_group_rename, user_join_users) is the plan's (startup/plan.py: plan_user), checked beforehand.
 
 fit_user() {
   if ((apptainer_mode)); then
@@ -62,7 +27,6 @@ fit_user() {
     fit_user_without_root
     return 0
   fi
-  plan_user
   if ((cfg_triplet)); then
     local what=JupyterLab
     [[ ${cfg_mode} != command ]] || what="the command"

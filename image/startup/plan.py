@@ -18,7 +18,7 @@ import shlex
 import shutil
 import subprocess
 import sys
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union  # python 3.8: no list[...]
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union  # python 3.8: no list[...]
 
 from dockerstacks import notebook_args
 
@@ -55,6 +55,12 @@ RENAMED_USER_FILE = "/etc/tf29-env/dev-user"
 SELFCHECK = "/opt/tf29-env/bin/selfcheck"
 UNPRIVILEGED_PORT_START = "/proc/sys/net/ipv4/ip_unprivileged_port_start"
 MOUNTINFO = "/proc/self/mountinfo"
+STATUS = "/proc/self/status"
+# sshd's run directory (paired with ssh/sshd_config and entrypoint.d/40-ssh.sh).
+SSHD_DIR = "/run/tf29-env-sshd"
+# The capabilities some step needs, with their bits in /proc/PID/status (linux/capability.h).
+CAP_BITS = {"CHOWN": 0, "DAC_OVERRIDE": 1, "DAC_READ_SEARCH": 2, "FOWNER": 3, "KILL": 5, "SETGID": 6, "SETUID": 7,
+            "NET_BIND_SERVICE": 10, "SYS_CHROOT": 18, "AUDIT_WRITE": 29}
 SCRATCH = "/tmp"  # noqa: S108 - checked, not written
 
 # The container's commands that name a mode (docker-stacks' start commands, as dockerstacks/start_command.py
@@ -124,7 +130,35 @@ class System:
         return secrets.token_hex(24)
 
     def writable(self, path: str) -> bool:
-        return os.access(path, os.W_OK)
+        """As the shell's -w: with the effective ids and capabilities."""
+        return os.access(path, os.W_OK, effective_ids=os.access in os.supports_effective_ids)
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def user_ids(self, name: str) -> Tuple[int, int]:
+        entry = pwd.getpwnam(name)
+        return entry.pw_uid, entry.pw_gid
+
+    def group_gid(self, name: str) -> Optional[int]:
+        try:
+            return grp.getgrnam(name).gr_gid
+        except KeyError:
+            return None
+
+    def group_members(self, name: str) -> Tuple[int, List[str]]:
+        """A group's gid and listed members; (0, []) when there is no such group."""
+        try:
+            entry = grp.getgrnam(name)
+        except KeyError:
+            return 0, []
+        return entry.gr_gid, list(entry.gr_mem)
+
+    def effective_capabilities(self) -> int:
+        for line in (self.read_file(STATUS) or "").splitlines():
+            if line.startswith("CapEff:"):
+                return int(line.split()[1], 16)
+        return 0
 
     def owner_and_mode(self, path: str) -> str:
         """As `stat -c 'owner %u:%g, mode %a'` says it, or "missing"."""
@@ -195,6 +229,11 @@ class Planner:
         self.select_mode()
         self.load_config()
         self.load_user_config()
+        if self.apptainer and self.euid == 0:
+            raise Refused("Apptainer runs this image as the calling user, but this start runs as uid 0 (--fakeroot?): "
+                          "drop --fakeroot, nothing here needs root")
+        self.plan_user()
+        self.check_privileges()
 
     # The mount table, read once: mount point and options in pairs, in mountinfo's order (for one
     # point the later is on top); the entrypoint's on_read_only_fs, mounts_in and check_mounts read it.
@@ -575,6 +614,163 @@ class Planner:
         args = self.server_args()
         if not any(arg.startswith("--ServerApp.allow_root=") or arg == "--allow-root" for arg in args):
             self.plan["cfg_server_args"] = ["--ServerApp.allow_root=True", *args]
+
+    # What fit_user (20-user) will change as root, so that what it needs is checked beforehand.
+    # user_from: the dev user's name now (user_old_uid, user_old_gid its ids); user_rename: it becomes
+    # NB_USER; user_refit: /etc/passwd gets NB_UID/NB_GID (the home folder's files follow);
+    # user_new_group: NB_GID has no group yet (groupadd); user_group_rename: NB_GID's group is renamed
+    # to NB_GROUP; user_join_users: the dev user is not in "users" yet (usermod). In the image as built,
+    # with the default settings, all are 0: such a start writes nothing under /etc (a read-only root works).
+    def plan_user(self) -> None:
+        flags = ("user_rename", "user_refit", "user_new_group", "user_group_rename", "user_join_users")
+        self.plan.update(dict.fromkeys(flags, "0"), user_from="root", user_old_uid="0", user_old_gid="0")
+        if not self.on("is_root") or self.on("cfg_triplet"):
+            return
+        user_from = self.dev_user_name()
+        if not user_from:
+            raise Refused(f"the dev user {self.get('TFENV_IMAGE_USER')} is not in /etc/passwd, nor an earlier NB_USER "
+                          f"recorded in {RENAMED_USER_FILE}: re-create the container (docker rm, then run)")
+        old_uid, old_gid = self.system.user_ids(user_from)
+        self.plan.update(user_from=user_from, user_old_uid=str(old_uid), user_old_gid=str(old_gid))
+        user, group = self.get("NB_USER"), str(self.plan["cfg_group"])
+        gid = int(self.get("NB_GID"))
+        refit = old_uid != int(self.get("NB_UID")) or old_gid != gid
+        self.flag("user_rename", user_from != user)
+        self.flag("user_refit", refit)
+        existing = self.system.group_name(gid)
+        if existing is None:
+            self.flag("user_new_group", refit)
+            taken = self.system.group_gid(group or user) if refit else None
+            if taken is not None:
+                raise Refused(f"NB_GROUP: the group name '{group or user}' is the image's group {taken}; "
+                              f"NB_GID={self.get('NB_GID')} needs another name (NB_GROUP=NAME)")
+        elif group and existing != group:
+            if gid == 100:
+                raise Refused(f"NB_GROUP={group}: NB_GID=100 is the image's group 'users', which owns the home folder "
+                              "and the venv and keeps its name; NB_GROUP names a group of your own NB_GID")
+            if self.system.group_gid(group) is not None:
+                raise Refused(f"NB_GROUP={group} is already another group of the image; pick another name")
+            self.flag("user_group_rename", True)
+        # In "users" once refitted: as its primary group, or as a listed member.
+        users_gid, members = self.system.group_members("users")
+        self.flag("user_join_users", gid != users_gid and user_from not in members)
+
+    def need_for_the_user(self, need: Callable[[str, str], None], service_mode: bool) -> None:
+        user, uid, gid = self.get("NB_USER"), self.get("NB_UID"), self.get("NB_GID")
+        what = f"to run JupyterLab and the self-check as {user}" if service_mode else f"to run the command as {user}"
+        need("SETUID", what)
+        need("SETGID", what)
+        need("KILL", f"to pass docker stop's signal on to {user}'s processes")
+        if self.on("user_refit"):
+            need("CHOWN", f"for NB_UID={uid}/NB_GID={gid}: {user}'s files follow the new ids")
+        if self.on("user_new_group") or self.on("user_join_users"):
+            need("CHOWN", f"for NB_GID={gid}: groupadd and usermod write /etc/gshadow")
+        if self.on("user_rename"):
+            need("CHOWN", f"for NB_USER={user}: usermod writes /etc/shadow, the home folder's files keep their owner")
+        if self.on("user_group_rename"):
+            need("CHOWN", f"for NB_GROUP={self.plan['cfg_group']}: groupmod writes /etc/gshadow")
+        if self.on("cfg_chown_home") or self.plan["cfg_chown_extra"]:
+            need("CHOWN", "for CHOWN_HOME/CHOWN_EXTRA")
+
+    def writable_or_refuse(self, path: str, why: str, fix: str) -> None:
+        """PATH (or, where it does not exist yet, the nearest folder above it) is writable."""
+        while not self.system.exists(path) and len(path) > 1 and path.startswith("/"):
+            path = path.rsplit("/", 1)[0] or "/"
+        if not self.system.writable(path):
+            raise Refused(f"{why}, but {path} is not writable{self.why_not_writable(path)}: {fix}")
+
+    # Hardened runtimes (restricted pod security, --cap-drop ALL, --read-only) take away what the
+    # steps as root need: the files they rewrite and the capabilities, checked here with the fix.
+    def check_privileges(self) -> None:
+        if not self.on("is_root"):
+            return  # without root, nothing of this is attempted
+        service_mode = self.plan["cfg_mode"] != "command"
+        jupyter = service_mode and self.on("cfg_jupyter")
+        ssh = service_mode and self.on("cfg_ssh") and bool(self.plan["cfg_ssh_keys"])
+        self.check_writable_paths()
+        if ssh:
+            self.check_ssh_paths()
+        self.check_capabilities(service_mode, jupyter, ssh)
+
+    def check_writable_paths(self) -> None:
+        user, uid, gid, group = self.get("NB_USER"), self.get("NB_UID"), self.get("NB_GID"), self.plan["cfg_group"]
+        built = self.get("TFENV_IMAGE_USER")
+        if self.on("user_refit"):
+            self.writable_or_refuse("/etc/passwd", f"NB_UID={uid}/NB_GID={gid} means rewriting /etc/passwd ({user} is "
+                                    f"{self.plan['user_old_uid']}/{self.plan['user_old_gid']} as built)",
+                                    "use NB_UID/NB_GID as built, or a writable root file system")
+        if self.on("user_new_group") or self.on("user_join_users"):
+            self.writable_or_refuse("/etc/group", f"NB_GID={gid} means rewriting /etc/group",
+                                    f"use NB_GID as built ({self.plan['user_old_gid']}), or a writable root file "
+                                    "system")
+        if self.on("user_rename"):
+            why = (f"NB_USER={user} means renaming {self.plan['user_from']} in /etc/passwd and /etc/shadow and a home "
+                   f"folder /home/{user}")
+            for path in ("/etc/passwd", "/etc/shadow", f"/home/{user}"):
+                self.writable_or_refuse(path, why, f"use NB_USER as built ({built}), or a writable root file system")
+        if self.on("user_group_rename"):
+            self.writable_or_refuse("/etc/group", f"NB_GROUP={group} means renaming group {gid} in /etc/group",
+                                    "leave NB_GROUP unset, or a writable root file system")
+        if self.on("cfg_triplet"):
+            self.writable_or_refuse("/home/root", "NB_USER=root NB_UID=0 NB_GID=0 means a home folder /home/root",
+                                    "a writable root file system, or a volume on /home/root")
+        # chown fails on a read-only file system (--read-only, a :ro mount) whatever the capabilities.
+        home = "/home/root" if self.on("cfg_triplet") else f"/home/{user}"
+        if self.on("cfg_chown_home") and self.read_only(home):
+            raise Refused(f"CHOWN_HOME={self.get('CHOWN_HOME')}, but {home} is on a read-only file system: drop "
+                          "CHOWN_HOME, or mount a volume there")
+        for path in self.plan["cfg_chown_extra"]:
+            if self.read_only(path):
+                raise Refused(f"CHOWN_EXTRA: {path} is on a read-only file system (a :ro mount?): drop it from "
+                              "CHOWN_EXTRA")
+        if self.on("cfg_grant_sudo") and not self.on("cfg_triplet"):
+            self.writable_or_refuse("/etc/sudoers.d", f"GRANT_SUDO={self.get('GRANT_SUDO')} means a rule in "
+                                    "/etc/sudoers.d", "a writable root file system")
+
+    def check_ssh_paths(self) -> None:
+        for path in (SSHD_DIR, "/run/sshd"):
+            self.writable_or_refuse(path, f"SSH needs {SSHD_DIR} and /run/sshd",
+                                    "mount a tmpfs on /run (--tmpfs /run), or ENABLE_SSH=0")
+        if not self.system.exists("/var/log/lastlog"):  # 40-ssh makes it when a base image lacks it
+            self.writable_or_refuse("/var/log/lastlog", "sshd keeps its login records in /var/log/lastlog",
+                                    "a writable root file system, or ENABLE_SSH=0")
+
+    def check_capabilities(self, service_mode: bool, jupyter: bool, ssh: bool) -> None:
+        user, uid = self.get("NB_USER"), self.get("NB_UID")
+        effective = self.system.effective_capabilities()
+        missing: Dict[str, str] = {}  # name: the first reason, in the order they are needed
+
+        def need(name: str, reason: str) -> None:
+            held = effective >> CAP_BITS[name] & 1
+            # DAC_OVERRIDE allows all that DAC_READ_SEARCH does.
+            if name == "DAC_READ_SEARCH":
+                held |= effective >> CAP_BITS["DAC_OVERRIDE"] & 1
+            if not held:
+                missing.setdefault(name, reason)
+
+        self.need_for_the_user(need, service_mode)
+
+        if jupyter:
+            need("CHOWN", f"to hand JupyterLab's runtime directory to {user}")
+            need("FOWNER", f"to set the mode of JupyterLab's runtime directory, once it is {user}'s")
+            need("DAC_READ_SEARCH", f"for the healthcheck, run as root, to read JupyterLab's runtime file in {user}'s "
+                 "private runtime directory")
+        if ssh:
+            need("SYS_CHROOT", "for sshd's privilege separation")
+            need("CHOWN", f"for sshd to hand a login's terminal to {user}")
+            need("AUDIT_WRITE", "for sshd's login records of terminal sessions")
+            ssh_port, floor = self.plan["SSH_PORT"], self.plan["cfg_unprivileged_ports"]
+            if int(str(ssh_port)) < int(str(floor)):
+                need("NET_BIND_SERVICE", f"for sshd to listen on SSH_PORT={ssh_port}, below {floor} "
+                     "(net.ipv4.ip_unprivileged_port_start; or use SSH_PORT=2222)")
+        if missing:
+            # Names that share a reason are listed together: "SETUID, SETGID (to run ...)".
+            names = list(missing)
+            parts = [name + (", " if index + 1 < len(names) and missing[names[index + 1]] == missing[name]
+                             else f" ({missing[name]}); ")
+                     for index, name in enumerate(names)]
+            raise Refused(f"missing capabilities: {''.join(parts)[:-2]}. Add them (--cap-add; README 'Security' lists "
+                          f"the minimal set), or start without root (--user {uid}:100, no SSH)")
 
 
 def make_plan(env: Mapping[str, str], args: Sequence[str], euid: int,

@@ -25,9 +25,12 @@ class FakeSystem(plan.System):
 
     def __init__(self, files: Mapping[str, str] | None = None, floor: int | None = 0,
                  self_check: tuple[int, str] = (0, "warn"), commands: tuple[str, ...] = (),
-                 read_only: tuple[str, ...] = ()) -> None:
+                 read_only: tuple[str, ...] = (), capabilities: int = (1 << 41) - 1,
+                 missing: tuple[str, ...] = ()) -> None:
         self.files = dict(files or {})
         self.read_only = read_only
+        self.capabilities = capabilities
+        self.missing = missing
         self.floor = floor
         self.self_check = self_check
         self.commands = commands
@@ -61,6 +64,21 @@ class FakeSystem(plan.System):
 
     def owner_and_mode(self, path: str) -> str:
         return "owner 0:0, mode 755"
+
+    def exists(self, path: str) -> bool:
+        return path not in self.missing
+
+    def user_ids(self, name: str) -> tuple[int, int]:
+        return {"root": (0, 0), "daemon": (1, 1), "jovyan": (1000, 100), "ann": (1000, 100)}[name]
+
+    def group_gid(self, name: str) -> int | None:
+        return {"root": 0, "adm": 4, "shadow": 42, "staff": 50, "users": 100}.get(name)
+
+    def group_members(self, name: str) -> tuple[int, list[str]]:
+        return (100, []) if name == "users" else (0, [])
+
+    def effective_capabilities(self) -> int:
+        return self.capabilities
 
 
 # /proc/self/mountinfo of `docker run --read-only -v /data:/home/jovyan/my\ work`: the root read-only.
@@ -290,6 +308,77 @@ REFUSALS: dict[str, Row] = {
                                 "run"),
     "a user of the image": ({"NB_USER": "daemon"}, (), 0, None,
                             "NB_USER=daemon is already a user of the image (uid 1); pick another name"),
+    "apptainer as root": ({"APPTAINER_CONTAINER": "/x.sif"}, (), 0, None,
+                          "Apptainer runs this image as the calling user, but this start runs as uid 0 (--fakeroot?): "
+                          "drop --fakeroot, nothing here needs root"),
+    "the dev user gone": ({"TFENV_IMAGE_USER": "ann", "NB_USER": "ann"}, (), 0, None,
+                          "the dev user ann is not in /etc/passwd, nor an earlier NB_USER recorded in "
+                          "/etc/tf29-env/dev-user: re-create the container (docker rm, then run)"),
+    "group name taken": ({"NB_GID": "4321", "NB_GROUP": "staff"}, (), 0, None,
+                         "NB_GROUP: the group name 'staff' is the image's group 50; NB_GID=4321 needs another name "
+                         "(NB_GROUP=NAME)"),
+    "users keeps its name": ({"NB_GROUP": "team"}, (), 0, None,
+                             "NB_GROUP=team: NB_GID=100 is the image's group 'users', which owns the home folder and "
+                             "the venv and keeps its name; NB_GROUP names a group of your own NB_GID"),
+    "passwd read-only": ({"NB_UID": "4321"}, (), 0, FakeSystem(read_only=("/etc/passwd",)),
+                         "NB_UID=4321/NB_GID=100 means rewriting /etc/passwd (jovyan is 1000/100 as built), but "
+                         "/etc/passwd is not writable for uid 0 (owner 0:0, mode 755): use NB_UID/NB_GID as built, or "
+                         "a "
+                         "writable root file system"),
+    "group read-only": ({"NB_GID": "4321"}, (), 0, FakeSystem(read_only=("/etc/group",)),
+                        "NB_GID=4321 means rewriting /etc/group, but /etc/group is not writable for uid 0 (owner 0:0, "
+                        "mode 755): use NB_GID as built (100), or a writable root file system"),
+    "rename read-only": ({"NB_USER": "ann"}, (), 0, FakeSystem(read_only=("/etc/shadow",)),
+                         "NB_USER=ann means renaming jovyan in /etc/passwd and /etc/shadow and a home folder "
+                         "/home/ann, "
+                         "but /etc/shadow is not writable for uid 0 (owner 0:0, mode 755): use NB_USER as built "
+                         "(jovyan), or a writable root file system"),
+    "new home under a read-only /home": ({"NB_USER": "ann"}, (), 0,
+                                         FakeSystem(read_only=("/home",), missing=("/home/ann",)),
+                                         "NB_USER=ann means renaming jovyan in /etc/passwd and /etc/shadow and a home "
+                                         "folder /home/ann, but /home is not writable for uid 0 (owner 0:0, mode 755): "
+                                         "use NB_USER as built (jovyan), or a writable root file system"),
+    "triplet home": ({"NB_USER": "root", "NB_UID": "0", "NB_GID": "0"}, (), 0,
+                     FakeSystem(read_only=("/home",), missing=("/home/root",)),
+                     "NB_USER=root NB_UID=0 NB_GID=0 means a home folder /home/root, but /home is not writable for "
+                     "uid 0 (owner 0:0, mode 755): a writable root file system, or a volume on /home/root"),
+    "chown home read-only": ({"CHOWN_HOME": "yes"}, (), 0,
+                             FakeSystem(files={"/proc/self/mountinfo": "1 0 0:1 / / ro - o o rw\n"}),
+                             "CHOWN_HOME=yes, but /home/jovyan is on a read-only file system: drop CHOWN_HOME, or "
+                             "mount a volume there"),
+    "sudoers read-only": ({"GRANT_SUDO": "1"}, (), 0, FakeSystem(read_only=("/etc/sudoers.d",)),
+                          "GRANT_SUDO=1 means a rule in /etc/sudoers.d, but /etc/sudoers.d is not writable for uid 0 "
+                          "(owner 0:0, mode 755): a writable root file system"),
+    "sshd dir": ({"SSH_AUTHORIZED_KEYS": KEY}, (), 0, FakeSystem(read_only=("/run",), missing=("/run/tf29-env-sshd",)),
+                 "SSH needs /run/tf29-env-sshd and /run/sshd, but /run is not writable for uid 0 (owner 0:0, mode "
+                 "755): "
+                 "mount a tmpfs on /run (--tmpfs /run), or ENABLE_SSH=0"),
+    "lastlog": ({"SSH_AUTHORIZED_KEYS": KEY}, (), 0, FakeSystem(read_only=("/var/log",), missing=("/var/log/lastlog",)),
+                "sshd keeps its login records in /var/log/lastlog, but /var/log is not writable for uid 0 (owner 0:0, "
+                "mode 755): a writable root file system, or ENABLE_SSH=0"),
+    "no capabilities": ({}, (), 0, FakeSystem(capabilities=0),
+                        "missing capabilities: SETUID, SETGID (to run JupyterLab and the self-check as jovyan); KILL "
+                        "(to "
+                        "pass docker stop's signal on to jovyan's processes); CHOWN (to hand JupyterLab's runtime "
+                        "directory to jovyan); FOWNER (to set the mode of JupyterLab's runtime directory, once it is "
+                        "jovyan's); DAC_READ_SEARCH (for the healthcheck, run as root, to read JupyterLab's runtime "
+                        "file "
+                        "in jovyan's private runtime directory). Add them (--cap-add; README 'Security' lists the "
+                        "minimal set), or start without root (--user 1000:100, no SSH)"),
+    "no capabilities for a command": ({"NB_UID": "4321"}, ("id",), 0, FakeSystem(capabilities=0),
+                                      "missing capabilities: SETUID, SETGID (to run the command as jovyan); KILL (to "
+                                      "pass docker stop's signal on to jovyan's processes); CHOWN (for "
+                                      "NB_UID=4321/NB_GID=100: jovyan's files follow the new ids). Add them "
+                                      "(--cap-add; "
+                                      "README 'Security' lists the minimal set), or start without root (--user "
+                                      "4321:100, no SSH)"),
+    "sshd's capabilities": ({"SSH_AUTHORIZED_KEYS": KEY}, (), 0,
+                            FakeSystem(floor=1024, capabilities=((1 << 41) - 1) & ~(1 << 18 | 1 << 29 | 1 << 10)),
+                            "missing capabilities: SYS_CHROOT (for sshd's privilege separation); AUDIT_WRITE (for "
+                            "sshd's login records of terminal sessions); NET_BIND_SERVICE (for sshd to listen on "
+                            "SSH_PORT=22, below 1024 (net.ipv4.ip_unprivileged_port_start; or use SSH_PORT=2222)). Add "
+                            "them (--cap-add; README 'Security' lists the minimal set), or start without root (--user "
+                            "1000:100, no SSH)"),
 }
 
 
@@ -338,7 +427,9 @@ def test_the_default_plan() -> None:
         "cfg_password_hash": "",
         "cfg_allowed_hosts": [], "cfg_token_generated": "1", "cfg_ssh_keys": "", "ssh_starts": "0",
         "cfg_triplet": "0", "cfg_group": "", "cfg_umask": "", "cfg_grant_sudo": "0", "cfg_chown_home": "0",
-        "cfg_chown_home_opts": [], "cfg_chown_extra_opts": [], "cfg_chown_extra": []}
+        "cfg_chown_home_opts": [], "cfg_chown_extra_opts": [], "cfg_chown_extra": [], "user_from": "jovyan",
+        "user_old_uid": "1000", "user_old_gid": "100", "user_rename": "0", "user_refit": "0", "user_new_group": "0",
+        "user_group_rename": "0", "user_join_users": "0"}
     assert exports == {"TENSORBOARD_PROXY_URL": "/proxy/%PORT%/"}
     assert warnings == []
 
@@ -410,7 +501,8 @@ def test_the_root_triplet() -> None:
 
 def test_docker_stacks_user_settings() -> None:
     variables, _, warnings = planned(
-        {"NB_GROUP": "team", "NB_UMASK": "002", "GRANT_SUDO": "yes", "CHOWN_HOME": "1", "CHOWN_HOME_OPTS": "-R -h"})
+        {"NB_GROUP": "team", "NB_GID": "4321", "NB_UMASK": "002", "GRANT_SUDO": "yes", "CHOWN_HOME": "1",
+         "CHOWN_HOME_OPTS": "-R -h"})
     assert (variables["cfg_group"], variables["cfg_umask"], variables["cfg_grant_sudo"]) == ("team", "002", "1")
     assert (variables["cfg_chown_home"], variables["cfg_chown_home_opts"]) == ("1", ["-R", "-h"])
     assert warnings == []
@@ -464,3 +556,26 @@ def test_on_a_read_only_file_system(path: str, read_only: bool) -> None:
     assert function, "00-common.sh has no on_read_only_fs"
     script = plan.render({"mounts": planner.plan["mounts"]}, {}) + function[0] + f"on_read_only_fs {shlex.quote(path)}"
     assert subprocess.run(["bash", "-c", script], check=False).returncode == (0 if read_only else 1)
+
+
+def test_read_access_needs_no_dac_read_search_with_dac_override() -> None:
+    """DAC_OVERRIDE allows all that DAC_READ_SEARCH does."""
+    assert planned({}, system=FakeSystem(capabilities=((1 << 41) - 1) & ~(1 << 2)))[0]["cfg_mode"] == "services"
+
+
+def test_the_user_plan_as_root() -> None:
+    """What fit_user will change: nothing as built; a rename, new ids, a new group."""
+    variables = planned({})[0]
+    assert [variables[name] for name in ("user_from", "user_rename", "user_refit", "user_new_group",
+                                         "user_group_rename", "user_join_users")] == ["jovyan", "0", "0", "0", "0", "0"]
+    variables = planned({"NB_USER": "ann", "NB_UID": "4321", "NB_GID": "4321"})[0]
+    assert [variables[name] for name in ("user_from", "user_old_uid", "user_old_gid", "user_rename", "user_refit",
+                                         "user_new_group", "user_join_users")] == \
+        ["jovyan", "1000", "100", "1", "1", "1", "1"]
+    assert planned({"NB_UID": "4321"}, euid=4321)[0]["user_refit"] == "0"  # without root nothing is planned
+
+
+def test_chown_extra_on_a_read_only_mount(tmp_path: Path) -> None:
+    mountinfo = f"1 0 0:1 / / rw - o o rw\n2 1 0:2 / {tmp_path} ro - o o rw\n"
+    assert refusal({"CHOWN_EXTRA": str(tmp_path)}, system=FakeSystem(files={"/proc/self/mountinfo": mountinfo})) == \
+        f"CHOWN_EXTRA: {tmp_path} is on a read-only file system (a :ro mount?): drop it from CHOWN_EXTRA"
