@@ -33,8 +33,12 @@ cd /
 
 main() {
   load_config "$@"                  # 10: the plan (startup/plan.py): /tmp, every setting; bad input stops here
+  if ((ssh_starts)); then
+    check_host_key_dir              # 10: SSH_HOST_KEY_DIR can be made (known only by trying)
+  fi
+  [[ ${cfg_mode} != hub ]] || take_hub_secrets # 12: the hub's secrets leave the environment
   load_apptainer_config             # 07: under Apptainer, the port on a shared node, PYTHONNOUSERSITE
-  check_privileges                  # 15: the capabilities and writable paths the steps below need
+  check_privileges                  # 15: the run directory (root's needs: the plan checked them)
   fit_user                          # 20: NB_USER, NB_UID, NB_GID (without root: libnss-wrapper)
   grant_sudo                        # 22: GRANT_SUDO, only when asked
   chown_requested                   # 24: CHOWN_HOME, CHOWN_EXTRA, only when asked

@@ -31,8 +31,6 @@ load_config() {
     *) die "the start-up plan could not be made (exit ${status})" ;;
   esac
   eval "${plan}"
-  [[ ${cfg_mode} != hub ]] || take_hub_secrets # 12
-  if ((ssh_starts)); then check_host_key_dir; fi
 }
 
 # SSH_HOST_KEY_DIR is where 40-ssh makes the host keys at first start. Whether a folder can be made
