@@ -136,6 +136,9 @@ class System:
     def exists(self, path: str) -> bool:
         return os.path.exists(path)
 
+    def is_dir(self, path: str) -> bool:
+        return os.path.isdir(path)
+
     def user_ids(self, name: str) -> Tuple[int, int]:
         entry = pwd.getpwnam(name)
         return entry.pw_uid, entry.pw_gid
@@ -672,6 +675,20 @@ class Planner:
         if self.on("cfg_chown_home") or self.plan["cfg_chown_extra"]:
             need("CHOWN", "for CHOWN_HOME/CHOWN_EXTRA")
 
+    # The run directory (root's is the image's, TFENV_RUN_DIR), which 15-privileges makes if it is
+    # missing (mode 1777, as the image's: the dev user writes there too): checked first, as there.
+    def check_run_dir(self) -> None:
+        run_dir = self.get("TFENV_RUN_DIR")
+        if not self.system.exists(run_dir):
+            parent = run_dir.rsplit("/", 1)[0] or "/"
+            if not self.system.writable(parent):
+                raise Refused(f"TFENV_RUN_DIR={run_dir} does not exist and cannot be made: {parent} is not writable"
+                              f"{self.why_not_writable(parent)}; mount a tmpfs on {run_dir} itself (--tmpfs {run_dir}: "
+                              "it keeps the image's mode 1777)")
+        elif not (self.system.is_dir(run_dir) and self.system.writable(run_dir)):
+            raise Refused(f"TFENV_RUN_DIR={run_dir} is not a writable folder{self.why_not_writable(run_dir)}: mount a "
+                          f"tmpfs on it (--tmpfs {run_dir})")
+
     def writable_or_refuse(self, path: str, why: str, fix: str) -> None:
         """PATH (or, where it does not exist yet, the nearest folder above it) is writable."""
         while not self.system.exists(path) and len(path) > 1 and path.startswith("/"):
@@ -687,6 +704,8 @@ class Planner:
         service_mode = self.plan["cfg_mode"] != "command"
         jupyter = service_mode and self.on("cfg_jupyter")
         ssh = service_mode and self.on("cfg_ssh") and bool(self.plan["cfg_ssh_keys"])
+        if service_mode:
+            self.check_run_dir()
         self.check_writable_paths()
         if ssh:
             self.check_ssh_paths()

@@ -68,6 +68,9 @@ class FakeSystem(plan.System):
     def exists(self, path: str) -> bool:
         return path not in self.missing
 
+    def is_dir(self, path: str) -> bool:
+        return True
+
     def user_ids(self, name: str) -> tuple[int, int]:
         return {"root": (0, 0), "daemon": (1, 1), "jovyan": (1000, 100), "ann": (1000, 100)}[name]
 
@@ -346,6 +349,15 @@ REFUSALS: dict[str, Row] = {
                              FakeSystem(files={"/proc/self/mountinfo": "1 0 0:1 / / ro - o o rw\n"}),
                              "CHOWN_HOME=yes, but /home/jovyan is on a read-only file system: drop CHOWN_HOME, or "
                              "mount a volume there"),
+    "run dir read-only": ({}, (), 0, FakeSystem(files={"/proc/self/mountinfo": "1 0 0:1 / / ro - o o rw\n"},
+                                                 read_only=("/run/tf29-env", "/run")),
+                          "TFENV_RUN_DIR=/run/tf29-env is not a writable folder (read-only file system): mount a tmpfs "
+                          "on it (--tmpfs /run/tf29-env)"),
+    "run dir cannot be made": ({}, (), 0, FakeSystem(read_only=("/run",), missing=("/run/tf29-env",)),
+                               "TFENV_RUN_DIR=/run/tf29-env does not exist and cannot be made: /run is not writable "
+                               "for "
+                               "uid 0 (owner 0:0, mode 755); mount a tmpfs on /run/tf29-env itself (--tmpfs "
+                               "/run/tf29-env: it keeps the image's mode 1777)"),
     "sudoers read-only": ({"GRANT_SUDO": "1"}, (), 0, FakeSystem(read_only=("/etc/sudoers.d",)),
                           "GRANT_SUDO=1 means a rule in /etc/sudoers.d, but /etc/sudoers.d is not writable for uid 0 "
                           "(owner 0:0, mode 755): a writable root file system"),
