@@ -4,13 +4,13 @@
 # user to NB_UID/NB_GID, runs the start hooks, then either runs the command it was given (as the
 # dev user) or starts sshd and the Jupyter server (JupyterLab, or in the hub mode JupyterHub's
 # single-user server), runs the self-check beside them, and supervises them.
-# Each step is one numbered file in entrypoint.d/; they only define functions, main() calls them.
+# Each step is one numbered file in entrypoint.d/; main() calls them. Every setting is checked by one
+# planner, startup/plan.py, whose plan (shell assignments) is the state the steps share.
 set -euo pipefail
 
 # Listed, not globbed: a missing piece fails loudly, and shellcheck -x reads them as one program.
 cd /opt/tf29-env/entrypoint.d
 source 00-common.sh
-source 05-mode.sh
 source 07-apptainer.sh
 source 10-config.sh
 source 12-hub.sh
@@ -32,12 +32,13 @@ source 90-supervise.sh
 cd /
 
 main() {
-  check_scratch                     # 15: /tmp is writable (--read-only needs a tmpfs there)
-  select_mode "$@"                  # 05: services, hub or command
-  load_config                       # 10 (12 in the hub mode): bad input stops here, before anything starts
+  load_config "$@"                  # 10: the plan (startup/plan.py): /tmp, every setting; bad input stops here
+  if ((ssh_starts)); then
+    check_host_key_dir              # 10: SSH_HOST_KEY_DIR can be made (known only by trying)
+  fi
+  [[ ${cfg_mode} != hub ]] || take_hub_secrets # 12: the hub's secrets leave the environment
   load_apptainer_config             # 07: under Apptainer, the port on a shared node, PYTHONNOUSERSITE
-  load_user_config                  # 16: NB_GROUP, NB_UMASK, CHOWN_*, GRANT_SUDO, the root triplet
-  check_privileges                  # 15: the capabilities and writable paths the steps below need
+  check_privileges                  # 15: the run directory (root's needs: the plan checked them)
   fit_user                          # 20: NB_USER, NB_UID, NB_GID (without root: libnss-wrapper)
   grant_sudo                        # 22: GRANT_SUDO, only when asked
   chown_requested                   # 24: CHOWN_HOME, CHOWN_EXTRA, only when asked

@@ -1,7 +1,7 @@
 #!/usr/bin/python3 -I
 """docker-stacks' start commands as files: /usr/local/bin/start-notebook.sh, start-notebook.py,
 start-singleuser.sh, start-singleuser.py and start.sh all link here. Given as the container's
-command they never run: the entrypoint knows them by name (entrypoint.d/05-mode.sh says what each
+command they never run: the entrypoint knows them by name (startup/plan.py: select_mode says what each
 means). They run when something names the file itself: `--entrypoint start-notebook.py`, a
 Kubernetes `command:`, a hub config or script calling /usr/local/bin/start-singleuser.sh, `docker
 exec CONTAINER start.sh CMD`. Each then hands its name and arguments to the entrypoint, which does

@@ -71,33 +71,33 @@ parse_switch() {
   esac
 }
 
-# check_port NAME: the variable NAME holds a TCP port number.
-check_port() {
-  local value=${!1}
-  if [[ ! ${value} =~ ^[0-9]{1,5}$ ]] || ((10#${value} < 1 || 10#${value} > 65535)); then
-    die "$1='${value}' is not a TCP port (1-65535)"
-  fi
-}
-
-# read_secret_file OUT NAME: OUT=the contents of the file named by variable NAME (trailing
-# newlines dropped); the file must be readable and not empty.
-read_secret_file() {
-  local path=${!2} content
-  [[ -f ${path} && -r ${path} ]] || die "$2=${path}: no such readable file"
-  content=$(<"${path}")
-  [[ -n ${content//[[:space:]]/} ]] || die "$2=${path}: the file is empty"
-  printf -v "$1" '%s' "${content}"
-}
-
 # on_read_only_fs PATH: PATH lies on a file system mounted read-only (`docker run --read-only`, a
 # read-only volume), not merely one the caller lacks permission for. The mount on top whose
-# mount point is the longest prefix of PATH decides (mountinfo's 5th field, its 6th the options).
+# mount point is the longest prefix of PATH decides (the plan's mounts: point, options, ...).
 on_read_only_fs() {
-  local options
-  options=$(awk -v path="$1" '
-    (path == $5 || index(path, ($5 == "/" ? "/" : $5 "/")) == 1) && length($5) >= best {
-      best = length($5); options = $6
-    }
-    END { print options }' /proc/self/mountinfo)
+  local i point best=-1 options=""
+  for ((i = 0; i < ${#mounts[@]}; i += 2)); do
+    point=${mounts[i]}
+    if [[ $1 == "${point}" || $1 == "${point%/}/"* ]] && ((${#point} >= best)); then
+      best=${#point} options=${mounts[i + 1]}
+    fi
+  done
   [[ ,${options}, == *,ro,* ]]
+}
+
+# is_mount_point DIR: something is mounted at DIR itself.
+is_mount_point() {
+  local i
+  for ((i = 0; i < ${#mounts[@]}; i += 2)); do
+    [[ ${mounts[i]} != "$1" ]] || return 0
+  done
+  return 1
+}
+
+# mount_points_under DIR: the mount points at or below DIR, one a line, in mountinfo's order.
+mount_points_under() {
+  local i
+  for ((i = 0; i < ${#mounts[@]}; i += 2)); do
+    [[ ${mounts[i]} != "$1" && ${mounts[i]} != "${1%/}/"* ]] || printf '%s\n' "${mounts[i]}"
+  done
 }

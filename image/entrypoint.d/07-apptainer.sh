@@ -27,8 +27,7 @@ cfg_port_retries=0 cfg_user_site=0 cfg_dropped_pythonpath=0 cfg_report_port=0
 # written or said, so that bad input is one line (exit 2).
 load_apptainer_config() {
   ((apptainer_mode)) || return 0
-  ((!is_root)) ||
-    die "Apptainer runs this image as the calling user, but this start runs as uid 0 (--fakeroot?): drop --fakeroot, nothing here needs root"
+  # As root (--fakeroot) the planner has refused already.
   cfg_user_site=0
   parse_switch cfg_user_site ENABLE_USER_SITE 0
   if ((!cfg_user_site)); then

@@ -6,7 +6,7 @@
 #   as root          the image's jovyan is renamed to NB_USER (home /home/NB_USER, the image's files
 #                    there follow) and fitted to NB_UID/NB_GID; bind-mounted folders are not chowned
 #                    (24-chown does, when CHOWN_HOME/CHOWN_EXTRA ask);
-#   root triplet     (16-usercfg) root itself, with HOME /home/root;
+#   root triplet     (startup/plan.py) root itself, with HOME /home/root;
 #   without root     (--user UID[:GID]) nothing under /etc can change: a uid without a passwd entry,
 #                    or the image user's uid under another NB_USER, is given one through
 #                    libnss-wrapper (startup/users.py says why that way).
@@ -15,43 +15,8 @@
 # jovyan): a restart must find that user again, and not take another user of the name for it.
 readonly RENAMED_USER_FILE=/etc/tf29-env/dev-user
 
-# plan_user: what fit_user will change as root, without changing anything, so that 15-privileges
-# can check beforehand that it is allowed to. user_from: the dev user's name now (user_old_uid,
-# user_old_gid its ids); user_rename: it becomes NB_USER; user_refit: /etc/passwd gets
-# NB_UID/NB_GID (and the home folder's files follow); user_new_group: NB_GID has no group yet
-# (groupadd); user_group_rename: NB_GID's group is renamed to NB_GROUP; user_join_users: the dev
-# user is not in "users" yet (usermod). In the image as built, with the default settings, all are 0,
-# so such a start writes nothing under /etc: that is what lets a read-only root work.
-plan_user() {
-  user_rename=0 user_refit=0 user_new_group=0 user_group_rename=0 user_join_users=0
-  user_from=root user_old_uid=0 user_old_gid=0
-  ((!cfg_triplet)) || return 0
-  user_from=$(dev_user_name) ||
-    die "the dev user ${IMAGE_USER} is not in /etc/passwd, nor an earlier NB_USER recorded in ${RENAMED_USER_FILE}: re-create the container (docker rm, then run)"
-  user_old_uid=$(id -u "${user_from}")
-  user_old_gid=$(id -g "${user_from}")
-  [[ ${user_from} == "${NB_USER}" ]] || user_rename=1
-  local gid=$((10#${NB_GID})) group_name=${cfg_group:-${NB_USER}} entry
-  if ((user_old_uid != 10#${NB_UID} || user_old_gid != gid)); then user_refit=1; fi
-  if ! entry=$(getent group "${gid}"); then
-    ((!user_refit)) || user_new_group=1
-    if ((user_new_group)) && entry=$(getent group "${group_name}"); then
-      die "NB_GROUP: the group name '${group_name}' is the image's group $(cut -d: -f3 <<<"${entry}"); NB_GID=${NB_GID} needs another name (NB_GROUP=NAME)"
-    fi
-  elif [[ -n ${cfg_group} && ${entry%%:*} != "${cfg_group}" ]]; then
-    ((gid != 100)) ||
-      die "NB_GROUP=${cfg_group}: NB_GID=100 is the image's group 'users', which owns the home folder and the venv and keeps its name; NB_GROUP names a group of your own NB_GID"
-    ! getent group "${cfg_group}" >/dev/null ||
-      die "NB_GROUP=${cfg_group} is already another group of the image; pick another name"
-    user_group_rename=1
-  fi
-  # In "users" once refitted: as its primary group, or as a listed member.
-  local users_gid members
-  IFS=: read -r _ _ users_gid members < <(getent group users) || true
-  if ((gid != users_gid)) && [[ ,${members}, != *,"${user_from}",* ]]; then
-    user_join_users=1
-  fi
-}
+# What fit_user changes as root (user_from, user_old_uid/gid, user_rename, user_refit, user_new_group,
+# user_group_rename, user_join_users) is the plan's (startup/plan.py: plan_user), checked beforehand.
 
 fit_user() {
   if ((apptainer_mode)); then
@@ -62,13 +27,17 @@ fit_user() {
     fit_user_without_root
     return 0
   fi
-  plan_user
   if ((cfg_triplet)); then
     local what=JupyterLab
     [[ ${cfg_mode} != command ]] || what="the command"
     warn "NB_USER=root NB_UID=0 NB_GID=0: ${what} runs as the container's root, with HOME /home/root (meant for rootless Docker or Podman, where that root is your host account); SSH stays off, as it never logs in as root"
     NB_HOME=/home/root
     make_home "/home/${IMAGE_USER}" "${NB_HOME}" copy
+    # root's passwd entry says the same home as HOME, for what looks it up (getent, ~root, ssh-keygen).
+    # usermod refuses while root runs processes (tini); a read-only /etc keeps the image's /root.
+    if [[ -w /etc/passwd && -w /etc ]]; then
+      sed -i -E 's#^(root:[^:]*:[^:]*:[^:]*:[^:]*:)[^:]*:#\1/home/root:#' /etc/passwd
+    fi
     as_user=(env "HOME=${NB_HOME}" USER=root LOGNAME=root)
     user_home=${NB_HOME}
     return 0
@@ -110,13 +79,12 @@ fit_user() {
   as_user+=(env "HOME=${user_home}" "USER=${NB_USER}" "LOGNAME=${NB_USER}")
 }
 
-# mounts_in DIR: the mount points strictly below DIR, one a line (mountinfo writes a space as \040).
+# mounts_in DIR: the mount points strictly below DIR, one a line.
 mounts_in() {
-  local escaped point
-  while read -r escaped; do
-    printf -v point '%b' "${escaped}"
-    printf '%s\n' "${point}"
-  done < <(awk -v dir="$1/" 'index($5, dir) == 1 && $5 != dir { print $5 }' /proc/self/mountinfo)
+  local point
+  while IFS= read -r point; do
+    [[ ${point} == "$1" ]] || printf '%s\n' "${point}"
+  done < <(mount_points_under "$1")
 }
 
 # hand_over_home OLD_UID OLD_GID UID:GID: the image's own files in the home folder (owned by the old
@@ -144,7 +112,7 @@ make_home() {
   mapfile -t old_mounts < <(mounts_in "${old}")
   mode=$(stat -c %a "${old}")
   [[ $3 != move ]] || owner=$(stat -c %u:%g "${old}")
-  if awk -v dir="${new}" '$5 == dir { found = 1 } END { exit !found }' /proc/self/mountinfo; then
+  if is_mount_point "${new}"; then
     log "${new} is a mount: the image's files in ${old} are not copied into it"
   else
     if [[ -e ${new} ]]; then chown 0:0 "${new}"; else mkdir -m 700 "${new}"; fi

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # 22-sudo: GRANT_SUDO, docker-stacks' way to let the dev user `sudo apt-get install` in a running
 # environment: passwordless sudo for NB_USER, so everything run in JupyterLab and SSH sessions may
-# become root. Only when the container starts as root (16-usercfg warns otherwise) and only when
+# become root. Only when the container starts as root (startup/plan.py warns otherwise) and only when
 # asked, with one WARNING line at every start; a start without it takes an earlier grant back.
 # sudo is setuid: under --security-opt no-new-privileges it cannot become root, whatever is granted.
 

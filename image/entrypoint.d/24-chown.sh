@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # 24-chown: CHOWN_HOME and CHOWN_EXTRA, docker-stacks' explicit requests to hand folders to the dev
 # user (NB_UID:NB_GID), bind mounts included, which the image otherwise never chowns (25-mounts only
-# hands over the empty folders Docker makes). 16-usercfg has checked the options (-R and the like,
+# hands over the empty folders Docker makes). startup/plan.py has checked the options (-R and the like,
 # nothing that follows links out of a folder) and the paths (none of the system's). Root only.
 
 chown_requested() {

@@ -14,12 +14,13 @@ check_mounts() {
   # last line for a point is the mount on top. Read by check_mount and holds_only_mount_points.
   local -A mount_options=()
   local -a mount_points=()
-  local escaped options mount_point
-  while read -r escaped options; do
-    printf -v mount_point '%b' "${escaped}" # mountinfo writes a space as \040
+  local i mount_point
+  for ((i = 0; i < ${#mounts[@]}; i += 2)); do
+    mount_point=${mounts[i]}
+    [[ ${mount_point} == "${home}" || ${mount_point} == "${home}/"* ]] || continue
     [[ -n ${mount_options[${mount_point}]+set} ]] || mount_points+=("${mount_point}")
-    mount_options[${mount_point}]=${options}
-  done < <(awk -v home="${home}" '$5 == home || index($5, home "/") == 1 { print $5, $6 }' /proc/self/mountinfo)
+    mount_options[${mount_point}]=${mounts[i + 1]}
+  done
   for mount_point in "${mount_points[@]}"; do
     check_mount "${mount_point}"
   done

@@ -3,7 +3,7 @@
 # IPv4 alone when it has none. Docker gives a container IPv6 on an IPv6 network or with
 # `--sysctl net.ipv6.conf.all.disable_ipv6=0`, Kubernetes on a dual-stack or IPv6-only cluster;
 # elsewhere IPv6 is switched off in the container, which is the normal case and no warning's worth.
-# In the hub mode the hub's JUPYTERHUB_SERVICE_URL names the server's address (12-hub).
+# In the hub mode the hub's JUPYTERHUB_SERVICE_URL names the server's address (startup/plan.py: load_hub_config).
 
 # has_ipv6: the container's loopback has ::1, which it has exactly when IPv6 is on (switching it off
 # takes every IPv6 address away, ::1 included).

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
-# 50-jupyter: the Jupyter server as the dev user (never root), in one of two forms (05-mode):
-# JupyterLab on JUPYTER_PORT (IPv4, and IPv6 where the container has it: 35-listen) under JUPYTER_BASE_URL with the auth 10-config settled on, or,
-# in the hub mode, jupyterhub-singleuser, which takes its port, prefix and login from the hub (12-hub).
+# 50-jupyter: the Jupyter server as the dev user (never root), in one of two forms (startup/plan.py: select_mode):
+# JupyterLab on JUPYTER_PORT (IPv4, and IPv6 where the container has it: 35-listen) under JUPYTER_BASE_URL with the auth startup/plan.py settled on, or,
+# in the hub mode, jupyterhub-singleuser, which takes its port, prefix and login from the hub (startup/plan.py: load_hub_config).
 # Extra args (start-notebook.sh ARGS, jupyterhub-singleuser ARGS) come last, so they win.
 
 start_jupyter() {

@@ -46,7 +46,7 @@ class Refused(Exception):
 def port_free(port: int) -> bool:
     """Whether a server could listen on PORT on every address now: as Jupyter (tornado) binds, with
     SO_REUSEADDR, so that connections in TIME_WAIT do not count as taken; a listener does."""
-    families: List[Tuple[int, str]] = [(socket.AF_INET, "0.0.0.0")]
+    families: List[Tuple[int, str]] = [(socket.AF_INET, "0.0.0.0")]  # noqa: S104 - as Jupyter binds
     if socket.has_ipv6 and os.path.exists("/proc/net/if_inet6"):
         families.append((socket.AF_INET6, "::"))
     for family, address in families:
@@ -68,7 +68,7 @@ def port_free(port: int) -> bool:
 
 
 def plan_port(asked: Optional[str], free: Callable[[int], bool] = port_free) -> Tuple[int, int]:
-    """(port, retries): ASKED is JUPYTER_PORT as set (10-config has checked it is a port)."""
+    """(port, retries): ASKED is JUPYTER_PORT as set (startup/plan.py has checked it is a port)."""
     if asked and int(asked) != DEFAULT_PORT:
         port = int(asked)
         if not free(port):
@@ -152,7 +152,8 @@ def report_port(port: int) -> None:
     context = ssl.create_default_context(cafile=os.environ.get("JUPYTERHUB_SSL_CLIENT_CA") or None)
     if os.environ.get("JUPYTERHUB_SSL_CERTFILE") and os.environ.get("JUPYTERHUB_SSL_KEYFILE"):
         context.load_cert_chain(os.environ["JUPYTERHUB_SSL_CERTFILE"], os.environ["JUPYTERHUB_SSL_KEYFILE"])
-    request = urllib.request.Request(f"{api_url}/batchspawner", data=json.dumps({"port": port}).encode(),
+    # The hub's own API URL, http(s) as JupyterHub gives it.
+    request = urllib.request.Request(f"{api_url}/batchspawner", data=json.dumps({"port": port}).encode(),  # noqa: S310
                                      method="POST", headers={"Authorization": f"token {token}",
                                                              "Content-Type": "application/json"})
     # The hub is the cluster's own: no proxy of the environment's (http_proxy) in between.

@@ -1,5 +1,5 @@
-"""The dev user's files for the entrypoint (entrypoint.d/16-usercfg.sh, 20-user.sh), which runs this with the
-distro's python3 -I:
+"""The dev user's files for the entrypoint (entrypoint.d/20-user.sh) and the planner (startup/plan.py); the
+entrypoint runs this with the distro's python3 -I:
 
   nss OUT_DIR UID GID USER GROUP HOME
       An arbitrary uid (`docker run --user 12345`, OpenShift, Kubernetes runAsUser) has no passwd
@@ -24,7 +24,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple  # python 3.8: no list[...] at run time
+from typing import Sequence  # python 3.8: no list[...] at run time
 
 USAGE = 2
 
@@ -41,8 +41,8 @@ SAFE_CHOWN_LONG = ("--recursive", "--no-dereference", "--changes", "--verbose", 
 SYSTEM_TREES = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/root",
                 "/run", "/sbin", "/sys", "/usr", "/var", "/opt/tf29-env")
 # Shared folders that may hold others' files: refused themselves, while a folder in them is fine.
-SHARED_FOLDERS = ("/tmp", "/home")
-# Unix names, as the entrypoint checks NB_USER and NB_GROUP (paired with entrypoint.d/16-usercfg.sh).
+SHARED_FOLDERS = ("/tmp", "/home")  # noqa: S108 - paths compared, no file made
+# Unix names: NB_USER and NB_GROUP (the planner, startup/plan.py, checks them with this one).
 NAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
 
 
@@ -50,7 +50,7 @@ class Refused(Exception):
     """A setting's value that cannot be used; str() is the one line that says why."""
 
 
-def entries(text: str) -> List[List[str]]:
+def entries(text: str) -> list[list[str]]:
     """The colon-separated lines of a passwd or group file, comments and blank lines dropped."""
     return [line.split(":") for line in text.splitlines() if line.strip() and not line.startswith("#")]
 
@@ -90,7 +90,7 @@ def write_nss_files(out_dir: Path, etc: Path, uid: int, gid: int, user: str, gro
         partial.replace(out_dir / name)
 
 
-def chown_options(name: str, value: str) -> List[str]:
+def chown_options(name: str, value: str) -> list[str]:
     """The options in VALUE (split on white space), each one chown option of the safe set."""
     options = value.split()
     for option in options:
@@ -107,10 +107,10 @@ def inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def chown_extra_paths(value: str) -> List[str]:
+def chown_extra_paths(value: str) -> list[str]:
     """The folders of CHOWN_EXTRA (comma-separated absolute paths), each existing and outside the
     system, checked where it really leads (a link to /etc is /etc)."""
-    paths: List[str] = []
+    paths: list[str] = []
     for raw in value.split(","):
         path = raw.strip()
         if not path:
@@ -133,7 +133,7 @@ def chown_extra_paths(value: str) -> List[str]:
     return paths
 
 
-def chown_plan(env: Dict[str, str]) -> List[Tuple[str, str]]:
+def chown_plan(env: dict[str, str]) -> list[tuple[str, str]]:
     plan = [("home-opt", option) for option in chown_options("CHOWN_HOME_OPTS", env.get("CHOWN_HOME_OPTS", ""))]
     plan += [("extra-opt", option) for option in chown_options("CHOWN_EXTRA_OPTS", env.get("CHOWN_EXTRA_OPTS", ""))]
     plan += [("extra", path) for path in chown_extra_paths(env.get("CHOWN_EXTRA", ""))]

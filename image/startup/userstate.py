@@ -25,6 +25,7 @@ of requirements imports `packaging`, which only the venv's Python has).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -33,7 +34,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Tuple  # python 3.8: no list[...] at run time
+from typing import Callable, List, Sequence  # python 3.8: no list[...] at run time
 
 USAGE = 2
 DOCS = "docs/packages.md"
@@ -48,7 +49,7 @@ IMAGE_COPIES = os.path.join(STATE, "state", "tf29-env", "image-home")
 DIR, PRIVATE_DIR, FILE, PRIVATE_FILE = "dir", "private-dir", "file", "private-file"
 # What of the home folder persists beside the volume's own .local, as links into STORE: the user's
 # settings and state, never what the image ships (docs/packages.md has the table and the reasons).
-PERSISTED: Tuple[Tuple[str, str], ...] = (
+PERSISTED: tuple[tuple[str, str], ...] = (
     (".jupyter", DIR),  # JupyterLab's settings and workspaces, the user's Jupyter configuration
     (".ipython", DIR),  # IPython's profiles, startup files and history
     (".config", DIR),  # XDG settings: git's config/git, matplotlib, pip's own pip.conf
@@ -75,19 +76,19 @@ def canonical(name: str) -> str:
 
 
 def python_version() -> str:
-    return "%d.%d" % sys.version_info[:2]
+    return "{}.{}".format(*sys.version_info[:2])
 
 
-def venv_site_packages(environ: Dict[str, str]) -> str:
+def venv_site_packages(environ: dict[str, str]) -> str:
     return os.path.join(environ.get("VIRTUAL_ENV") or "/opt/venv", "lib", f"python{python_version()}", "site-packages")
 
 
-def user_base(home: str, environ: Dict[str, str]) -> str:
+def user_base(home: str, environ: dict[str, str]) -> str:
     """Python's user base, as site.getuserbase() computes it on Linux."""
     return environ.get("PYTHONUSERBASE") or os.path.join(home, STATE)
 
 
-def user_site(base: str, version: Optional[str] = None) -> str:
+def user_site(base: str, version: str | None = None) -> str:
     return os.path.join(base, "lib", f"python{version or python_version()}", "site-packages")
 
 
@@ -97,9 +98,10 @@ def user_site(base: str, version: Optional[str] = None) -> str:
 class Mount:
     point: str
     fstype: str
+    options: str = ""  # the per-mount options (rw or ro first); the planner hands them to the entrypoint
 
 
-def read_mounts(text: str) -> List[Mount]:
+def read_mounts(text: str) -> list[Mount]:
     """/proc/self/mountinfo's mounts, in its order (a later one on the same point is on top)."""
     mounts = []
     for line in text.splitlines():
@@ -108,11 +110,11 @@ def read_mounts(text: str) -> List[Mount]:
             continue
         separator = fields.index("-", 6)
         point = re.sub(r"\\([0-7]{3})", lambda match: chr(int(match.group(1), 8)), fields[4])
-        mounts.append(Mount(point, fields[separator + 1] if separator + 1 < len(fields) else ""))
+        mounts.append(Mount(point, fields[separator + 1] if separator + 1 < len(fields) else "", fields[5]))
     return mounts
 
 
-def own_mounts() -> List[Mount]:
+def own_mounts() -> list[Mount]:
     try:
         with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as handle:
             return read_mounts(handle.read())
@@ -127,7 +129,7 @@ def is_mount_point(path: str, mounts: Sequence[Mount]) -> bool:
 def persisted(path: str, mounts: Sequence[Mount]) -> bool:
     """Whether what is written at PATH outlives the container: the mount it lies on is one of its
     own (a volume, a bind mount, Apptainer's home), not the container's root or a tmpfs."""
-    best: Optional[Mount] = None
+    best: Mount | None = None
     for mount in mounts:
         prefix = mount.point.rstrip("/") + "/"
         if (path == mount.point or path.startswith(prefix)) and (best is None or len(mount.point) >= len(best.point)):
@@ -243,10 +245,10 @@ class Dist:
     version: str
     info: str  # the .dist-info folder
     compiled: bool = False
-    requires: List[str] = field(default_factory=list)
+    requires: list[str] = field(default_factory=list)
 
 
-def dists_in(folder: str, details: bool = True) -> List[Dist]:
+def dists_in(folder: str, details: bool = True) -> list[Dist]:
     """The distributions installed in FOLDER (a site-packages), from their .dist-info folders."""
     found = []
     try:
@@ -268,7 +270,7 @@ def dists_in(folder: str, details: bool = True) -> List[Dist]:
     return found
 
 
-def read_headers(path: str) -> List[Tuple[str, str]]:
+def read_headers(path: str) -> list[tuple[str, str]]:
     headers = []
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
@@ -283,11 +285,11 @@ def read_headers(path: str) -> List[Tuple[str, str]]:
     return headers
 
 
-def read_requires(metadata: str) -> List[str]:
+def read_requires(metadata: str) -> list[str]:
     return [value for key, value in read_headers(metadata) if key == "requires-dist"]
 
 
-def read_name(metadata: str) -> Optional[str]:
+def read_name(metadata: str) -> str | None:
     return next((value for key, value in read_headers(metadata) if key == "name"), None)
 
 
@@ -299,16 +301,16 @@ def has_compiled_code(record: str) -> bool:
         return False
 
 
-def requirement_name(requirement: str) -> Optional[str]:
+def requirement_name(requirement: str) -> str | None:
     match = _NAME.match(requirement)
     return canonical(match.group(1)) if match else None
 
 
-def venv_pins(environ: Dict[str, str]) -> Dict[str, str]:
+def venv_pins(environ: dict[str, str]) -> dict[str, str]:
     return {canonical(dist.name): dist.version for dist in dists_in(venv_site_packages(environ), details=False)}
 
 
-def read_stack(path: str) -> Optional[Dict[str, str]]:
+def read_stack(path: str) -> dict[str, str] | None:
     try:
         with open(path, encoding="utf-8") as handle:
             pins = json.load(handle).get("pins")
@@ -317,7 +319,7 @@ def read_stack(path: str) -> Optional[Dict[str, str]]:
     return {str(name): str(version) for name, version in pins.items()} if isinstance(pins, dict) else None
 
 
-def write_stack(path: str, pins: Dict[str, str]) -> None:
+def write_stack(path: str, pins: dict[str, str]) -> None:
     data = json.dumps({"python": python_version(), "pins": pins}, indent=1, sort_keys=True) + "\n"
     write_bytes(path, data.encode(), 0o644)
 
@@ -326,10 +328,10 @@ def write_stack(path: str, pins: Dict[str, str]) -> None:
 class Stale:
     dist: Dist
     why: str  # what changed, e.g. "numpy 1.23.5 -> 1.24.0", or the Python it was installed for
-    python: Optional[str] = None  # another Python's site: the version, e.g. "3.8"
+    python: str | None = None  # another Python's site: the version, e.g. "3.8"
 
 
-def stale_dists(dists: Sequence[Dist], before: Optional[Dict[str, str]], pins: Dict[str, str]) -> List[Stale]:
+def stale_dists(dists: Sequence[Dist], before: dict[str, str] | None, pins: dict[str, str]) -> list[Stale]:
     """Compiled user packages that require a package whose version changed since BEFORE (the stack
     they were installed under): their compiled code was built against the old one."""
     if before is None:
@@ -347,7 +349,7 @@ def stale_dists(dists: Sequence[Dist], before: Optional[Dict[str, str]], pins: D
     return found
 
 
-def other_pythons(base: str, current: Sequence[Dist]) -> List[Stale]:
+def other_pythons(base: str, current: Sequence[Dist]) -> list[Stale]:
     """Packages in the user sites of other Python versions (an image on another base) that the
     current Python's user site lacks."""
     have = {canonical(dist.name) for dist in current}
@@ -386,14 +388,14 @@ class Packages:
     """What the user site holds, measured against the image's stack."""
 
     site: str
-    dists: List[Dist]
-    pins: Dict[str, str]
-    stale: List[Stale]
+    dists: list[Dist]
+    pins: dict[str, str]
+    stale: list[Stale]
     stack_file: str
-    recorded: Optional[Dict[str, str]]
+    recorded: dict[str, str] | None
 
 
-def survey(home: str, environ: Dict[str, str]) -> Packages:
+def survey(home: str, environ: dict[str, str]) -> Packages:
     base = user_base(home, environ)
     site = user_site(base)
     dists = dists_in(site)
@@ -410,7 +412,7 @@ def shown(path: str, home: str) -> str:
 
 # --- start ------------------------------------------------------------------------------------------
 
-def start(home: str, folder: str, environ: Dict[str, str], mounts: Sequence[Mount]) -> Lines:
+def start(home: str, folder: str, environ: dict[str, str], mounts: Sequence[Mount]) -> Lines:
     if environ.get("PYTHONNOUSERSITE"):
         return []  # no user site in this run (the Apptainer mode's default): nothing of it to keep
     lines: Lines = []
@@ -442,10 +444,8 @@ def start(home: str, folder: str, environ: Dict[str, str], mounts: Sequence[Moun
     packages = survey(home, environ)
     lines += report_lines(packages.stale, shown(site, home))
     if not any(item.python is None for item in packages.stale) and packages.recorded != packages.pins:
-        try:
+        with contextlib.suppress(OSError):  # a read-only site: nothing to record, nothing lost
             write_stack(packages.stack_file, packages.pins)
-        except OSError:
-            pass  # a read-only site: nothing to record, nothing lost
     return lines
 
 
@@ -470,11 +470,11 @@ class Finding:
 OWN_ENV = f"install it in an environment of your own: python -m venv ~/envs/NAME ({DOCS})"
 
 
-def module_names(folder: str) -> Dict[str, str]:
+def module_names(folder: str) -> dict[str, str]:
     """The top-level modules FOLDER provides that an import finds there: regular packages (with an
     __init__), modules and extension modules, by name -> the path (a folder without __init__ is a
     namespace portion, which any regular module elsewhere on sys.path wins over)."""
-    found: Dict[str, str] = {}
+    found: dict[str, str] = {}
     try:
         entries = os.listdir(folder)
     except OSError:
@@ -482,8 +482,8 @@ def module_names(folder: str) -> Dict[str, str]:
     for entry in entries:
         path = os.path.join(folder, entry)
         if os.path.isdir(path):
-            if entry.isidentifier() and any(os.path.exists(os.path.join(path, "__init__" + suffix))
-                                            for suffix in (".py", ".pyc")) or _init_so(path):
+            if (entry.isidentifier() and any(os.path.exists(os.path.join(path, "__init__" + suffix))
+                                            for suffix in (".py", ".pyc"))) or _init_so(path):
                 found[entry] = path
         elif entry.endswith((".py", ".pyc")) or _SO.search(entry):
             name = entry.split(".", 1)[0]
@@ -499,7 +499,7 @@ def _init_so(folder: str) -> bool:
         return False
 
 
-def shadowing(sys_path: Sequence[str], venv_site: str, skip: Sequence[str]) -> List[Tuple[str, str]]:
+def shadowing(sys_path: Sequence[str], venv_site: str, skip: Sequence[str]) -> list[tuple[str, str]]:
     """(module, where) for each top-level module of the venv that a sys.path entry BEFORE the venv's
     site-packages (PYTHONPATH, a user's sys.path.insert) provides too: that one is imported instead
     of the image's. The standard library's folders and SKIP (the image's own PYTHONPATH) are not
@@ -521,7 +521,7 @@ def shadowing(sys_path: Sequence[str], venv_site: str, skip: Sequence[str]) -> L
     return found
 
 
-def pin_of_module(module: str, venv_site: str, pins: Dict[str, str]) -> str:
+def pin_of_module(module: str, venv_site: str, pins: dict[str, str]) -> str:
     """'NAME VERSION' of the venv distribution that provides MODULE, as far as its metadata says."""
     if canonical(module) in pins:
         return f"{canonical(module)} {pins[canonical(module)]}"
@@ -535,13 +535,13 @@ def pin_of_module(module: str, venv_site: str, pins: Dict[str, str]) -> str:
     return module
 
 
-def conflicts(dists: Sequence[Dist], pins: Dict[str, str]) -> List[Finding]:
+def conflicts(dists: Sequence[Dist], pins: dict[str, str]) -> list[Finding]:
     """User packages that break the image's pins: one whose requirements the pinned versions do not
     meet, and a user site copy of a pinned package (hidden behind the image's, confusing pip and
     importlib.metadata). Needs `packaging`, the venv's."""
     if not dists:
         return []
-    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.requirements import InvalidRequirement, Requirement  # noqa: PLC0415 - the venv's, needed here alone
 
     found = []
     for dist in dists:
@@ -565,8 +565,8 @@ def conflicts(dists: Sequence[Dist], pins: Dict[str, str]) -> List[Finding]:
     return found
 
 
-def findings(home: str, environ: Dict[str, str], sys_path: Sequence[str],
-             skip: Sequence[str] = ()) -> Tuple[Packages, List[Finding]]:
+def findings(home: str, environ: dict[str, str], sys_path: Sequence[str],
+             skip: Sequence[str] = ()) -> tuple[Packages, list[Finding]]:
     """Everything about the user's packages that the self-check and `user-packages check` report,
     worst first."""
     packages = survey(home, environ)
@@ -590,7 +590,7 @@ def findings(home: str, environ: Dict[str, str], sys_path: Sequence[str],
 
 # --- user-packages ----------------------------------------------------------------------------------
 
-def reinstall(packages: Packages, pip_options: Sequence[str], run: Callable[[List[str]], int]) -> int:
+def reinstall(packages: Packages, pip_options: Sequence[str], run: Callable[[list[str]], int]) -> int:
     rebuilt = [f"{item.dist.name}=={item.dist.version}" for item in packages.stale if item.python is None]
     moved = [f"{item.dist.name}=={item.dist.version}" for item in packages.stale if item.python is not None]
     if not rebuilt and not moved:
@@ -622,7 +622,7 @@ def remove_copy(packages: Packages, name: str) -> int:
     return subprocess.run([venv_python(), "-m", "pip", "uninstall", "--yes", name], env=environ, check=False).returncode
 
 
-def python_path() -> List[str]:
+def python_path() -> list[str]:
     """sys.path as the venv's Python has it in this environment (this process runs with -I)."""
     done = subprocess.run([venv_python(), "-c", "import json, sys; print(json.dumps(sys.path))"],
                           capture_output=True, text=True, check=False)
@@ -632,7 +632,7 @@ def python_path() -> List[str]:
         return []
 
 
-def run_pip(command: List[str]) -> int:
+def run_pip(command: list[str]) -> int:
     print("user-packages: " + " ".join(command), flush=True)
     return subprocess.run(command, check=False).returncode
 

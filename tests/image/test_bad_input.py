@@ -1,6 +1,10 @@
-"""Bad settings stop the container at once: one line naming the variable, exit 2, nothing started."""
+"""Bad settings stop the container at once: one line naming the variable, exit 2, nothing started.
 
-import re
+Every refusal of the planner (image/startup/plan.py) is a row of tests/unit/test_plan.py; here one
+real container per family of failure shows the line reaches the log and the container stops, plus the
+checks that only a real container can make (ssh-keygen on the keys, the host key folder, /proc's port
+floor, the image's own groups, the self-check's answer)."""
+
 from pathlib import Path
 
 import pytest
@@ -8,50 +12,27 @@ from docker.models.containers import Container
 
 from testkit.containers import TrackedContainer
 from testkit.ssh import KeyPair
-from tf29env.paths import REPO
 
+# One per family: ids, the image's groups, switches, the self-check, server settings, secret files,
+# the token, host names, the keys (ssh-keygen, in 40-ssh), nothing to run.
 CASES = {
     "NB_UID": ({"NB_UID": "alice"}, "NB_UID='alice' is not a numeric id"),
-    "NB_GID": ({"NB_GID": "-5"}, "NB_GID='-5' is not a numeric id"),
-    "root": ({"NB_UID": "0"}, "NB_UID=0"),
-    "root-group": ({"NB_GID": "0"}, "NB_GID=0 is root's group"),
     "shadow-group": ({"NB_GID": "42"}, "NB_GID=42 is the image's system group 'shadow'"),
-    "adm-group": ({"NB_GID": "004"}, "NB_GID=004 is the image's system group 'adm'"),
     "switch": ({"ENABLE_SSH": "maybe"}, "ENABLE_SSH='maybe' is not a switch"),
-    "jupyter-switch": ({"ENABLE_JUPYTER": "2"}, "ENABLE_JUPYTER='2' is not a switch"),
     "self-check": ({"SELF_CHECK": "loud"}, "SELF_CHECK='loud' is not a mode"),
-    "port": ({"JUPYTER_PORT": "70000"}, "JUPYTER_PORT='70000' is not a TCP port"),
     "base-url": ({"JUPYTER_BASE_URL": "lab"}, "JUPYTER_BASE_URL='lab' must be a path"),
     "token-file": ({"JUPYTER_TOKEN_FILE": "/run/secrets/none"}, "JUPYTER_TOKEN_FILE=/run/secrets/none: no such"),
-    "both-tokens": ({"JUPYTER_TOKEN": "a", "JUPYTER_TOKEN_FILE": "/etc/hostname"}, "are both set"),
-    "token-space": ({"JUPYTER_TOKEN": "two words"}, "the token contains spaces"),
     "short-token": ({"JUPYTER_TOKEN": "a"}, "JUPYTER_TOKEN: the token is 1 characters long; at least 16"),
-    "short-token-15": ({"JUPYTER_TOKEN": "abcdefghijklmno"}, "JUPYTER_TOKEN: the token is 15 characters long"),
-    "no-auth-without-hosts": ({"JUPYTER_INSECURE_NO_AUTH": "1"},
-                              "JUPYTER_INSECURE_NO_AUTH=1 needs JUPYTER_ALLOWED_HOSTS"),
     "allowed-host-address": ({"JUPYTER_ALLOWED_HOSTS": "jupyter.example, 10.0.0.5"},
                              "JUPYTER_ALLOWED_HOSTS: '10.0.0.5' is an address"),
-    "allowed-host-v6": ({"JUPYTER_ALLOWED_HOSTS": "[fd00::1]"}, "JUPYTER_ALLOWED_HOSTS: '[fd00::1]' is an address"),
-    "allowed-host-url": ({"JUPYTER_ALLOWED_HOSTS": "https://jupyter.example"},
-                         "JUPYTER_ALLOWED_HOSTS: 'https://jupyter.example' is not a host name"),
-    "allowed-host-port": ({"JUPYTER_ALLOWED_HOSTS": "jupyter.example:8888"},
-                          "JUPYTER_ALLOWED_HOSTS: 'jupyter.example:8888' is not a host name"),
-    "allowed-host-wildcard": ({"JUPYTER_ALLOWED_HOSTS": "*.example"}, "JUPYTER_ALLOWED_HOSTS: '*.example' is not"),
-    "password": ({"JUPYTER_PASSWORD_HASH": "hunter2"}, "JUPYTER_PASSWORD_HASH is not a Jupyter password hash"),
     "key": ({"SSH_AUTHORIZED_KEYS": "ssh-ed25519 not-base64"}, "SSH_AUTHORIZED_KEYS: line 1 is not an SSH public key"),
-    "key-file": ({"SSH_AUTHORIZED_KEYS_FILE": "/nope"}, "SSH_AUTHORIZED_KEYS_FILE=/nope: no such readable file"),
     "nothing": ({"ENABLE_JUPYTER": "0"}, "nothing to run"),
 }
 
 
-# Every variable the entrypoint reads has a length limit, far above any real value; 70 KB is above all.
+# Every variable the entrypoint reads has a length limit, far above any real value; 70 KB is above all
+# (each one's row: tests/unit/test_plan.py).
 LONG = 70_000
-# Every variable with a length bound, as 10-config.sh lists them (SETTING_LIMITS, NAME:LIMIT): a
-# setting added there is tested here without a second list to keep in step.
-SETTING_LIMITS = re.search(r"readonly SETTING_LIMITS=\(([^)]*)\)",
-                           (REPO / "image" / "entrypoint.d" / "10-config.sh").read_text())
-assert SETTING_LIMITS, "10-config.sh has no SETTING_LIMITS"
-BOUNDED = [entry.split(":")[0] for entry in SETTING_LIMITS[1].split()]
 
 
 def assert_refused(tracked: TrackedContainer, container: Container, message: str) -> None:
@@ -62,19 +43,17 @@ def assert_refused(tracked: TrackedContainer, container: Container, message: str
     assert lines[0].startswith("tf29-env: ERROR: ") and message in lines[0], lines
 
 
-@pytest.mark.parametrize("name", BOUNDED)
-def test_a_runaway_value_is_refused_without_quoting_it(tracked: TrackedContainer, name: str) -> None:
+def test_a_runaway_value_is_refused_without_quoting_it(tracked: TrackedContainer) -> None:
+    name = "JUPYTER_BASE_URL"
     value = "/" + "a" * (LONG - 1)  # a path, so that only its length is wrong where a path is expected
     container = tracked.run(environment={name: value})
     assert_refused(tracked, container, f"{name} is {LONG} characters long; at most ")
     assert len(tracked.logs(container)) < 200
 
 
-@pytest.mark.parametrize(("name", "size", "limit"), [("JUPYTER_TOKEN_FILE", 150_000, 4096),
-                                                     ("SSH_AUTHORIZED_KEYS_FILE", 3_000_000, 2_097_152)])
-def test_a_runaway_file_is_refused_before_it_is_read(tracked: TrackedContainer, tmp_path: Path, name: str,
-                                                     size: int, limit: int) -> None:
+def test_a_runaway_file_is_refused_before_it_is_read(tracked: TrackedContainer, tmp_path: Path) -> None:
     """A 150 KB token once reached exec in the environment: exit 126, "Argument list too long"."""
+    name, size, limit = "JUPYTER_TOKEN_FILE", 150_000, 4096
     big = tmp_path / "secret"
     big.write_text("a" * size)
     container = tracked.run(environment={name: "/run/secrets/big"},
@@ -82,37 +61,10 @@ def test_a_runaway_file_is_refused_before_it_is_read(tracked: TrackedContainer, 
     assert_refused(tracked, container, f"{name}=/run/secrets/big: the file is {size} bytes; at most {limit}")
 
 
-def test_a_token_file_with_a_runaway_token(tracked: TrackedContainer, tmp_path: Path) -> None:
-    token = tmp_path / "token"
-    token.write_text("a" * 2000 + "\n")
-    container = tracked.run(environment={"JUPYTER_TOKEN_FILE": "/run/secrets/token"},
-                            volumes={str(token): {"bind": "/run/secrets/token", "mode": "ro"}})
-    assert_refused(tracked, container, "JUPYTER_TOKEN_FILE=/run/secrets/token: the token is 2000 characters long; "
-                                       "at most 1024")
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bad_setting(tracked: TrackedContainer, case: str) -> None:
     environment, message = CASES[case]
     assert_refused(tracked, tracked.run(environment=environment), message)
-
-
-def test_empty_token_file(tracked: TrackedContainer, tmp_path: Path) -> None:
-    empty = tmp_path / "token"
-    empty.write_text("\n")
-    container = tracked.run(environment={"JUPYTER_TOKEN_FILE": "/run/secrets/token"},
-                            volumes={str(empty): {"bind": "/run/secrets/token", "mode": "ro"}})
-    assert tracked.wait_exit(container, timeout=30) == 2
-    expected = "tf29-env: ERROR: JUPYTER_TOKEN_FILE=/run/secrets/token: the file is empty"
-    assert tracked.logs(container).strip() == expected
-
-
-def test_short_token_in_a_file(tracked: TrackedContainer, tmp_path: Path) -> None:
-    token = tmp_path / "token"
-    token.write_text("secret\n")
-    container = tracked.run(environment={"JUPYTER_TOKEN_FILE": "/run/secrets/token"},
-                            volumes={str(token): {"bind": "/run/secrets/token", "mode": "ro"}})
-    assert_refused(tracked, container, "JUPYTER_TOKEN_FILE: the token is 6 characters long; at least 16")
 
 
 def test_bad_key_in_the_middle_of_a_file(tracked: TrackedContainer, tmp_path: Path, keypair: KeyPair) -> None:
@@ -124,10 +76,9 @@ def test_bad_key_in_the_middle_of_a_file(tracked: TrackedContainer, tmp_path: Pa
     assert "SSH_AUTHORIZED_KEYS_FILE: line 3 is not an SSH public key" in tracked.logs(container)
 
 
-@pytest.mark.parametrize("ports", [{"JUPYTER_PORT": "22"}, {"SSH_PORT": "8888"},
-                                   {"JUPYTER_PORT": "2222", "SSH_PORT": "02222"}])
-def test_jupyter_and_ssh_on_one_port(tracked: TrackedContainer, keypair: KeyPair, ports: dict[str, str]) -> None:
+def test_jupyter_and_ssh_on_one_port(tracked: TrackedContainer, keypair: KeyPair) -> None:
     """Jupyter used to say it in its own words, later, with exit 1."""
+    ports = {"SSH_PORT": "8888"}
     jupyter, ssh = ports.get("JUPYTER_PORT", "8888"), ports.get("SSH_PORT", "22")
     container = tracked.run(environment={**ports, "SSH_AUTHORIZED_KEYS": keypair.public_text})
     assert_refused(tracked, container, f"JUPYTER_PORT={jupyter} and SSH_PORT={ssh}: JupyterLab and sshd cannot listen "
@@ -158,9 +109,10 @@ def test_a_read_only_host_key_dir_without_keys(tracked: TrackedContainer, keypai
     assert_refused(tracked, container, "SSH_HOST_KEY_DIR=/keys: holds no host keys and none can be written there")
 
 
-@pytest.mark.parametrize("gid", ["100", "500", "4321"])
-def test_the_gids_that_are_allowed(tracked: TrackedContainer, gid: str) -> None:
-    """users (100), a gid the image has no group for (500: a host's own scheme) and any from 1000 up."""
+def test_a_gid_the_image_has_no_group_for_is_allowed(tracked: TrackedContainer) -> None:
+    """500: a host's own scheme, below 1000 but none of the image's system groups."""
+    gid = "500"
     container = tracked.run(publish=(), environment={"NB_GID": gid}, command=["id", "-g"])
     assert tracked.wait_exit(container, timeout=30) == 0, tracked.logs(container)
-    assert tracked.logs(container).strip().splitlines()[-1] == gid
+    # stdout alone: the entrypoint's notes on stderr may reach the log before or after it.
+    assert container.logs(stdout=True, stderr=False).decode().strip() == gid

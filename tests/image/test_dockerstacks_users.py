@@ -214,10 +214,11 @@ def test_root_triplet_in_services_mode(tracked: TrackedContainer, keypair: KeyPa
 
 
 def test_root_triplet_command(tracked: TrackedContainer, tmp_path: Path) -> None:
-    code, out, err = run_command(tracked, "id -u; echo $HOME; touch ~/work/made", {"NB_USER": "root", "NB_UID": "0",
-                                                                                   "NB_GID": "0"},
+    """HOME and root's passwd entry say the same home."""
+    code, out, err = run_command(tracked, "id -u; echo $HOME; getent passwd root | cut -d: -f6; touch ~/work/made",
+                                 {"NB_USER": "root", "NB_UID": "0", "NB_GID": "0"},
                                  volumes={str(tmp_path): {"bind": "/home/root/work", "mode": "rw"}})
-    assert (code, out) == (0, "0\n/home/root\n"), err
+    assert (code, out) == (0, "0\n/home/root\n/home/root\n"), err
     assert (tmp_path / "made").stat().st_uid == 0
 
 

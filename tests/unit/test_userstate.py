@@ -108,7 +108,7 @@ MOUNTINFO = "\n".join([
 ])
 def test_what_outlives_the_container(path: str, kept: bool) -> None:
     mounts = userstate.read_mounts(MOUNTINFO)
-    assert Mount("/home/my user", "nfs4") in mounts
+    assert Mount("/home/my user", "nfs4", "rw,relatime") in mounts
     assert userstate.persisted(path, mounts) is kept
     assert userstate.is_mount_point("/home/jovyan/.local", mounts)
     assert not userstate.is_mount_point("/home/jovyan", mounts)

@@ -1,0 +1,826 @@
+"""The start-up plan: every setting the entrypoint reads, checked once, before anything starts.
+
+The entrypoint runs this first (entrypoint.sh: plan_start) with the container's command as the
+arguments. It prints the plan as shell assignments (each value quoted with shlex.quote, argument
+lists as arrays), which the entrypoint reads with one eval; or one line `tf29-env: ERROR: ...`
+on stderr and exit 2. WARNING lines for settings that are ignored go to stderr once the plan holds.
+What must be tried to be known (a folder that can be made, a writable path) stays with the shell.
+
+Standard library only, run by the distro's python3 -I (3.8 or newer).
+"""
+
+import grp
+import os
+import pwd
+import re
+import secrets
+import shlex
+import shutil
+import subprocess
+import sys
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union  # python 3.8: no list[...]
+
+from dockerstacks import notebook_args
+
+from startup import users
+from startup.userstate import read_mounts
+
+USAGE = 2
+PREFIX = "tf29-env: "
+
+# The longest value each variable may have, in the order they are checked. Each is far above any
+# real value: a runaway one (a 70 KB base URL, a file pasted into a variable) passes the other
+# checks and fails later and obscurely ("Argument list too long" at exec), or makes the error line
+# quote all of itself. Checked first, so that no later message quotes such a value.
+SETTING_LIMITS: Tuple[Tuple[str, int], ...] = (
+    ("NB_USER", 32), ("NB_UID", 10), ("NB_GID", 10),
+    ("NB_GROUP", 32), ("NB_UMASK", 16), ("GRANT_SUDO", 16), ("CHOWN_HOME", 16), ("CHOWN_HOME_OPTS", 1024),
+    ("CHOWN_EXTRA", 4096), ("CHOWN_EXTRA_OPTS", 1024),
+    ("ENABLE_JUPYTER", 16), ("ENABLE_SSH", 16), ("JUPYTER_INSECURE_NO_AUTH", 16), ("SELF_CHECK", 16),
+    ("JUPYTER_PORT", 16), ("SSH_PORT", 16), ("JUPYTER_BASE_URL", 1024), ("JUPYTER_ALLOWED_HOSTS", 4096),
+    ("JUPYTER_TOKEN", 1024), ("JUPYTER_TOKEN_FILE", 1024), ("JUPYTER_PASSWORD_HASH", 1024),
+    ("SSH_AUTHORIZED_KEYS", 65536), ("SSH_AUTHORIZED_KEYS_FILE", 1024), ("SSH_HOST_KEY_DIR", 1024),
+    ("JUPYTER_RUNTIME_DIR", 1024), ("TFENV_RUN_DIR", 1024),
+    ("JUPYTERHUB_SERVICE_URL", 2048), ("JUPYTERHUB_SERVICE_PREFIX", 1024),
+    ("DOCKER_STACKS_JUPYTER_CMD", 16), ("NOTEBOOK_ARGS", 4096), ("JUPYTER_ENV_VARS_TO_UNSET", 4096), ("GEN_CERT", 16),
+)
+# The largest file each *_FILE variable may name, in bytes, checked before it is read: a wrong file
+# (a log, an archive) is refused instead of read into memory and the environment. 2 MiB of keys is
+# a large team's file (10,000 ed25519 keys are about 1 MB).
+FILE_LIMITS = {"JUPYTER_TOKEN_FILE": 4096, "SSH_AUTHORIZED_KEYS_FILE": 2097152}
+# Needed by the entrypoint or the services themselves: unsetting them breaks the start, not a leak.
+KEEP_SET = ("PATH", "HOME", "TFENV_RUN_DIR", "JUPYTER_RUNTIME_DIR")
+# Where an earlier start of this container recorded the name it renamed the dev user to (20-user).
+RENAMED_USER_FILE = "/etc/tf29-env/dev-user"
+SELFCHECK = "/opt/tf29-env/bin/selfcheck"
+UNPRIVILEGED_PORT_START = "/proc/sys/net/ipv4/ip_unprivileged_port_start"
+MOUNTINFO = "/proc/self/mountinfo"
+STATUS = "/proc/self/status"
+# sshd's run directory (paired with ssh/sshd_config and entrypoint.d/40-ssh.sh).
+SSHD_DIR = "/run/tf29-env-sshd"
+# The capabilities some step needs, with their bits in /proc/PID/status (linux/capability.h).
+CAP_BITS = {"CHOWN": 0, "DAC_OVERRIDE": 1, "DAC_READ_SEARCH": 2, "FOWNER": 3, "KILL": 5, "SETGID": 6, "SETUID": 7,
+            "NET_BIND_SERVICE": 10, "SYS_CHROOT": 18, "AUDIT_WRITE": 29}
+SCRATCH = "/tmp"  # noqa: S108 - checked, not written
+
+# The container's commands that name a mode (docker-stacks' start commands, as dockerstacks/start_command.py
+# links them, and the hub's): a path counts by its name.
+HUB_COMMANDS = ("jupyterhub-singleuser", "start-singleuser.sh", "start-singleuser.py")
+NOTEBOOK_COMMANDS = ("start-notebook.sh", "start-notebook.py")
+COMMAND_WRAPPER = "start.sh"
+
+SERVER_AUTH_ARG = re.compile(r"--?[A-Za-z]*\.?(token|password|hashed_password)(=|$)")
+PASSWORD_HASH = re.compile(r"(argon2:\$argon2(id|i|d)\$|sha1:|sha256:)\S+")
+HUB_URL = re.compile(r"(https?)://([A-Za-z0-9._-]*|\[[0-9A-Fa-f:.]+\])(:([0-9]{1,5}))?(/\S*)?")
+BASE_URL = re.compile(r"/[A-Za-z0-9._~/-]*")
+ADDRESS = re.compile(r"[0-9.]+|\[?[0-9a-f:.]*:[0-9a-f:.]*\]?")
+HOST_NAME = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*")
+VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+LIST_SEPARATORS = re.compile(r"[, \t\n]+")
+
+Value = Union[str, List[str]]
+
+
+class Refused(Exception):
+    """A setting that cannot be used; str() is the one line that says why."""
+
+
+class System:
+    """What the plan reads beyond the environment: the image's users and groups, files, /proc and
+    the self-check. Unit tests pass a fake."""
+
+    def group_name(self, gid: int) -> Optional[str]:
+        try:
+            return grp.getgrgid(gid).gr_name
+        except KeyError:
+            return None
+
+    def user_uid(self, name: str) -> Optional[int]:
+        try:
+            return pwd.getpwnam(name).pw_uid
+        except KeyError:
+            return None
+
+    def file_size(self, path: str) -> Optional[int]:
+        """The size of a regular file (links followed), or None."""
+        return os.stat(path).st_size if os.path.isfile(path) else None
+
+    def read_file(self, path: str) -> Optional[str]:
+        """A readable regular file's contents, or None."""
+        if not (os.path.isfile(path) and os.access(path, os.R_OK)):
+            return None
+        with open(path, encoding="utf-8", errors="surrogateescape") as file:
+            return file.read()
+
+    def has_command(self, name: str) -> bool:
+        return shutil.which(name) is not None
+
+    def unprivileged_port_start(self) -> Optional[int]:
+        text = self.read_file(UNPRIVILEGED_PORT_START)
+        return int(text.split()[0]) if text and text.split() and text.split()[0].isdigit() else None
+
+    def self_check_mode(self) -> Tuple[int, str]:
+        """The self-check's exit status and its last line (the mode, or why there is none)."""
+        done = subprocess.run([SELFCHECK, "--start-mode"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              check=False)
+        lines = done.stdout.decode("utf-8", "replace").rstrip("\n").split("\n")
+        return done.returncode, lines[-1]
+
+    def new_token(self) -> str:
+        return secrets.token_hex(24)
+
+    def writable(self, path: str) -> bool:
+        """As the shell's -w: with the effective ids and capabilities."""
+        return os.access(path, os.W_OK, effective_ids=os.access in os.supports_effective_ids)
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def is_dir(self, path: str) -> bool:
+        return os.path.isdir(path)
+
+    def user_ids(self, name: str) -> Tuple[int, int]:
+        entry = pwd.getpwnam(name)
+        return entry.pw_uid, entry.pw_gid
+
+    def group_gid(self, name: str) -> Optional[int]:
+        try:
+            return grp.getgrnam(name).gr_gid
+        except KeyError:
+            return None
+
+    def group_members(self, name: str) -> Tuple[int, List[str]]:
+        """A group's gid and listed members; (0, []) when there is no such group."""
+        try:
+            entry = grp.getgrnam(name)
+        except KeyError:
+            return 0, []
+        return entry.gr_gid, list(entry.gr_mem)
+
+    def effective_capabilities(self) -> int:
+        for line in (self.read_file(STATUS) or "").splitlines():
+            if line.startswith("CapEff:"):
+                return int(line.split()[1], 16)
+        return 0
+
+    def owner_and_mode(self, path: str) -> str:
+        """As `stat -c 'owner %u:%g, mode %a'` says it, or "missing"."""
+        try:
+            info = os.stat(path)
+        except OSError:
+            return "missing"
+        return f"owner {info.st_uid}:{info.st_gid}, mode {info.st_mode & 0o7777:o}"
+
+
+def switch(env: Mapping[str, str], name: str, default: str) -> bool:
+    value = env.get(name) or default
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if value.lower() in ("0", "false", "no", "off"):
+        return False
+    raise Refused(f"{name}='{value}' is not a switch: use 1/0, true/false, yes/no or on/off")
+
+
+def check_port(name: str, value: str) -> None:
+    if not re.fullmatch(r"[0-9]{1,5}", value) or not 1 <= int(value) <= 65535:
+        raise Refused(f"{name}='{value}' is not a TCP port (1-65535)")
+
+
+def graph(text: str) -> bool:
+    """Printable and without white space: the shell's [[:graph:]]*."""
+    return all(char.isprintable() and not char.isspace() for char in text)
+
+
+def split_list(value: str) -> List[str]:
+    return [word for word in LIST_SEPARATORS.split(value) if word]
+
+
+def root_triplet(env: Mapping[str, str]) -> bool:
+    """NB_USER=root NB_UID=0 NB_GID=0, all three: the rootless engines' way to run as the container's root."""
+    return (env.get("NB_USER") == "root" and re.fullmatch("0+", env.get("NB_UID", "")) is not None
+            and re.fullmatch("0+", env.get("NB_GID", "")) is not None)
+
+
+class Planner:
+    def __init__(self, env: Mapping[str, str], args: Sequence[str], euid: int, system: System) -> None:
+        self.env = env
+        self.args = list(args)
+        self.system = system
+        self.plan: Dict[str, Value] = {"is_root": "1" if euid == 0 else "0", "cfg_report_port": "0"}
+        self.exports: Dict[str, str] = {}
+        self.warnings: List[str] = []
+        self.euid = euid
+        self.apptainer = bool(env.get("APPTAINER_CONTAINER", "") + env.get("SINGULARITY_CONTAINER", ""))
+
+    def get(self, name: str) -> str:
+        return self.env.get(name, "")
+
+    def on(self, name: str) -> bool:
+        return self.plan[name] == "1"
+
+    def flag(self, name: str, value: bool) -> None:
+        self.plan[name] = "1" if value else "0"
+
+    def server_args(self) -> List[str]:
+        args = self.plan["cfg_server_args"]
+        assert isinstance(args, list)
+        return args
+
+    def run(self) -> None:
+        self.read_mounts()
+        self.check_scratch()
+        self.select_mode()
+        self.load_config()
+        self.load_user_config()
+        if self.apptainer and self.euid == 0:
+            raise Refused("Apptainer runs this image as the calling user, but this start runs as uid 0 (--fakeroot?): "
+                          "drop --fakeroot, nothing here needs root")
+        self.plan_user()
+        self.check_privileges()
+
+    # The mount table, read once: mount point and options in pairs, in mountinfo's order (for one
+    # point the later is on top); the entrypoint's on_read_only_fs, mounts_in and check_mounts read it.
+    def read_mounts(self) -> None:
+        mounts = read_mounts(self.system.read_file(MOUNTINFO) or "")
+        self.plan["mounts"] = [field for mount in mounts for field in (mount.point, mount.options)]
+
+    def read_only(self, path: str) -> bool:
+        """PATH lies on a file system mounted read-only: the mount on top whose point is the longest prefix decides."""
+        mounts = self.plan["mounts"]
+        options, best = "", -1
+        for point, found in zip(mounts[::2], mounts[1::2]):
+            if (path == point or path.startswith(point.rstrip("/") + "/")) and len(point) >= best:
+                options, best = found, len(point)
+        return "ro" in options.split(",")
+
+    def why_not_writable(self, path: str) -> str:
+        if self.read_only(path):
+            return " (read-only file system)"
+        return f" for uid {self.euid} ({self.system.owner_and_mode(path)})"
+
+    # /tmp is writable: HOME when the root file system is read-only (20-user), JupyterLab's kernels, Python.
+    # Checked first, in every mode; the message quotes no setting, so it cannot quote a runaway value.
+    def check_scratch(self) -> None:
+        if not self.system.writable(SCRATCH):
+            raise Refused(f"{SCRATCH} is not writable{self.why_not_writable(SCRATCH)}: mount a tmpfs there (--tmpfs "
+                          f"{SCRATCH})")
+
+    # 05: the mode, from the container's command.
+    def select_mode(self) -> None:
+        args, mode = self.args, "services"
+        self.plan.update(cfg_mode="services", cfg_server_args=[], cfg_command=[])
+        if not args:
+            self.plan["cfg_mode"] = "hub" if self.get("JUPYTERHUB_API_TOKEN") else "services"
+            return
+        name = args[0].rsplit("/", 1)[-1]
+        if name in HUB_COMMANDS:
+            mode = "hub"
+        elif name in NOTEBOOK_COMMANDS:
+            mode = "hub" if self.get("JUPYTERHUB_API_TOKEN") else "services"
+        elif name == COMMAND_WRAPPER:
+            if len(args) < 2:
+                raise Refused("start.sh needs a command to run (start.sh CMD [ARGS]); without one, give no "
+                              "command at all")
+            self.plan.update(cfg_mode="command", cfg_command=args[1:])
+            return
+        else:
+            self.plan.update(cfg_mode="command", cfg_command=args)
+            return
+        self.plan.update(cfg_mode=mode, cfg_server_args=args[1:])
+
+    # 10: every setting, in the order a single bad one is reported.
+    def load_config(self) -> None:
+        for name, limit in SETTING_LIMITS:
+            value = self.get(name)
+            if len(value) > limit:
+                raise Refused(f"{name} is {len(value)} characters long; at most {limit}: check what was passed")
+        for name in ("NB_UID", "NB_GID"):
+            value = self.get(name)
+            if not re.fullmatch("[0-9]{1,10}", value) or int(value) > 2147483647:
+                raise Refused(f"{name}='{value}' is not a numeric id (0-2147483647)")
+        triplet = root_triplet(self.env)
+        if int(self.get("NB_UID")) == 0 and not triplet:
+            raise Refused("NB_UID=0: JupyterLab and SSH logins never run as root; pick another uid (only NB_USER=root "
+                          "NB_UID=0 NB_GID=0 together run as root, for rootless engines)")
+        if not triplet:
+            self.check_gid()
+        user = self.get("NB_USER")
+        if not users.NAME.fullmatch(user):
+            raise Refused(f"NB_USER='{user}' is not a valid user name")
+        self.flag("cfg_jupyter", switch(self.env, "ENABLE_JUPYTER", "1"))
+        self.flag("cfg_ssh", switch(self.env, "ENABLE_SSH", "1"))
+        self.flag("cfg_no_auth", switch(self.env, "JUPYTER_INSECURE_NO_AUTH", "0"))
+
+        # SELF_CHECK's modes have one owner, the self-check, which also reads SELF_CHECK when run by hand.
+        status, answer = self.system.self_check_mode()
+        if status == 2:
+            raise Refused(answer[len("selfcheck: "):] if answer.startswith("selfcheck: ") else answer)
+        if status != 0:
+            raise Refused(f"SELF_CHECK: the self-check could not say which mode it sets (exit {status}): {answer}")
+        self.plan["cfg_self_check"] = answer
+
+        ssh_port = self.get("SSH_PORT") or "22"
+        check_port("SSH_PORT", ssh_port)
+        self.plan["SSH_PORT"] = ssh_port
+        host_key_dir = self.get("SSH_HOST_KEY_DIR") or "/etc/ssh/host-keys"
+        if not host_key_dir.startswith("/"):
+            raise Refused(f"SSH_HOST_KEY_DIR='{host_key_dir}' must be an absolute path")
+        self.plan["cfg_host_key_dir"] = host_key_dir
+        self.load_server_options()
+        self.check_server_args()
+        self.load_service_config()
+
+    def load_service_config(self) -> None:
+        if self.plan["cfg_mode"] == "hub":
+            self.load_hub_config()
+        else:
+            port = self.get("JUPYTER_PORT") or "8888"
+            check_port("JUPYTER_PORT", port)
+            self.plan["cfg_jupyter_port"] = port
+            base_url = self.get("JUPYTER_BASE_URL") or "/"
+            if not BASE_URL.fullmatch(base_url):
+                raise Refused(f"JUPYTER_BASE_URL='{base_url}' must be a path like /jupyter/ (letters, digits, "
+                              f". _ ~ - /)")
+            self.plan["cfg_base_url"] = base_url if base_url.endswith("/") else base_url + "/"
+            self.load_jupyter_auth()
+        # %tensorboard's iframe, through jupyter-server-proxy under the server's own prefix.
+        if not self.get("TENSORBOARD_PROXY_URL"):
+            self.exports["TENSORBOARD_PROXY_URL"] = f"{self.plan['cfg_base_url']}proxy/%PORT%/"
+        self.plan["cfg_ssh_keys"] = self.secret("SSH_AUTHORIZED_KEYS", "SSH_AUTHORIZED_KEYS_FILE")
+
+        ssh_starts = self.on("cfg_ssh") and self.on("is_root") and bool(self.plan["cfg_ssh_keys"])
+        if not self.on("cfg_jupyter") and not ssh_starts:
+            raise Refused("ENABLE_JUPYTER=0 and no SSH to start (that needs ENABLE_SSH=1, root and a key): "
+                          "nothing to run")
+        self.flag("ssh_starts", ssh_starts)
+        self.check_listening(ssh_starts)
+
+    # NB_GID becomes the dev user's group: gid 0 and the image's system groups (below 1000) would hand
+    # their rights out; 100 (users), 1000 and up, and gids the image has no group for are allowed.
+    def check_gid(self) -> None:
+        value = self.get("NB_GID")
+        gid = int(value)
+        if gid == 0:
+            raise Refused("NB_GID=0 is root's group, whose rights everything run in the notebooks and SSH sessions "
+                          "would get; use your own gid (id -g, 1000 or above) or 100 (users)")
+        group = self.system.group_name(gid) if gid < 1000 and gid != 100 else None
+        if group is not None:
+            raise Refused(f"NB_GID={value} is the image's system group '{group}', whose rights everything run in the "
+                          "notebooks and SSH sessions would get; use your own gid (id -g, 1000 or above) or "
+                          "100 (users)")
+
+    # What would otherwise fail only once the services start: two services on one port, or
+    # JupyterLab (never root) on a port that only root may listen on.
+    def check_listening(self, ssh_starts: bool) -> None:
+        port_name, server = "JUPYTER_PORT", "JupyterLab"
+        if self.plan["cfg_mode"] == "hub":
+            port_name, server = "JUPYTERHUB_SERVICE_URL's port", "JupyterHub's single-user server"
+        port, ssh_port = str(self.plan["cfg_jupyter_port"]), str(self.plan["SSH_PORT"])
+        floor = self.system.unprivileged_port_start()
+        # Listening below it takes NET_BIND_SERVICE (15-privileges); Docker sets it to 0, most other runtimes do not.
+        self.plan["cfg_unprivileged_ports"] = str(1024 if floor is None else floor)
+        if not self.on("cfg_jupyter"):
+            return
+        if ssh_starts and int(port) == int(ssh_port):
+            raise Refused(f"{port_name}={port} and SSH_PORT={ssh_port}: {server} and sshd cannot listen on the same "
+                          "port; change one of them")
+        if floor is not None and int(port) < floor:
+            raise Refused(f"{port_name}={port}: {server} runs as {self.get('NB_USER')}, never root, and here only root "
+                          f"may listen below port {floor} (net.ipv4.ip_unprivileged_port_start); use {floor} or above "
+                          "and publish it as any port (-p 80:8888)")
+
+    # Extra args for the server are on its command line, which every process reads in ps.
+    def check_server_args(self) -> None:
+        for arg in self.server_args():
+            if SERVER_AUTH_ARG.match(arg):
+                raise Refused(f"the server's argument '{arg.split('=', 1)[0]}': Jupyter's token and password are set "
+                              "with JUPYTER_TOKEN_FILE, JUPYTER_TOKEN or JUPYTER_PASSWORD_HASH (README, Settings), "
+                              "never on the command line, where every process can read them")
+
+    def secret(self, name: str, file_name: str) -> str:
+        """The value of NAME, or the contents of the file FILE_NAME names (trailing newlines dropped)."""
+        path = self.get(file_name)
+        if not path:
+            return self.get(name)
+        if self.get(name):
+            raise Refused(f"{name} and {file_name} are both set: set one")
+        size = self.system.file_size(path)
+        if size is not None and size > FILE_LIMITS[file_name]:
+            raise Refused(f"{file_name}={path}: the file is {size} bytes; at most {FILE_LIMITS[file_name]}")
+        content = self.system.read_file(path)
+        if content is None:
+            raise Refused(f"{file_name}={path}: no such readable file")
+        content = content.replace("\0", "").rstrip("\n")
+        if not content.strip():
+            raise Refused(f"{file_name}={path}: the file is empty")
+        return content
+
+    # Jupyter always has auth: a token (given, from a file, or generated) and/or a hashed password,
+    # unless JUPYTER_INSECURE_NO_AUTH=1 says otherwise in so many words.
+    def load_jupyter_auth(self) -> None:
+        token = self.secret("JUPYTER_TOKEN", "JUPYTER_TOKEN_FILE")
+        shown = "JUPYTER_TOKEN_FILE" if self.get("JUPYTER_TOKEN_FILE") else "JUPYTER_TOKEN"
+        if self.get("JUPYTER_TOKEN_FILE") and len(token) > 1024:
+            raise Refused(f"JUPYTER_TOKEN_FILE={self.get('JUPYTER_TOKEN_FILE')}: the token is {len(token)} characters "
+                          "long; at most 1024")
+        if not graph(token):
+            raise Refused(f"{shown}: the token contains spaces or control characters")
+        # The token is the whole login and Jupyter takes any length: a chosen one must not be guessable.
+        if token and len(token) < 16:
+            raise Refused(f"{shown}: the token is {len(token)} characters long; at least 16 (make one with: "
+                          "openssl rand -hex 24)")
+        password_hash = self.get("JUPYTER_PASSWORD_HASH")
+        if password_hash and not PASSWORD_HASH.fullmatch(password_hash):
+            raise Refused("JUPYTER_PASSWORD_HASH is not a Jupyter password hash (argon2:... or sha1:...; make "
+                          "one with: "
+                          "python -c 'from jupyter_server.auth import passwd; print(passwd())')")
+        hosts = self.allowed_hosts()
+        generated = False
+        if self.on("cfg_no_auth"):
+            if token or password_hash:
+                raise Refused("JUPYTER_INSECURE_NO_AUTH=1 together with a token or password: drop one of them")
+            # Without auth the Host check is all that keeps a web page out (DNS rebinding).
+            if not hosts:
+                raise Refused("JUPYTER_INSECURE_NO_AUTH=1 needs JUPYTER_ALLOWED_HOSTS, the host names JupyterLab is "
+                              "reached by (e.g. the proxy's jupyter.example.com, or localhost): without auth, "
+                              "any other "
+                              "name could be a web page's, through DNS rebinding")
+        elif not token and not password_hash:
+            token, generated = self.system.new_token(), True
+        self.plan.update(cfg_token=token, cfg_password_hash=password_hash, cfg_allowed_hosts=hosts)
+        self.flag("cfg_token_generated", generated)
+
+    # JUPYTER_ALLOWED_HOSTS: host names (comma- or space-separated) for Jupyter Server's Host check,
+    # in lower case as browsers send them.
+    def allowed_hosts(self) -> List[str]:
+        hosts: List[str] = []
+        for word in split_list(self.get("JUPYTER_ALLOWED_HOSTS")):
+            name = word.lower()
+            if ADDRESS.fullmatch(name):
+                raise Refused(f"JUPYTER_ALLOWED_HOSTS: '{name}' is an address; Jupyter lets loopback addresses "
+                              "(127.0.0.1, ::1) in always and no other address: list host names")
+            if len(name) > 253 or not HOST_NAME.fullmatch(name):
+                raise Refused(f"JUPYTER_ALLOWED_HOSTS: '{name}' is not a host name (letters, digits, dots and dashes, "
+                              "e.g. jupyter.example.com; no scheme, port or wildcard)")
+            hosts.append(name)
+        return hosts
+
+    # 12: the hub mode's settings, from the hub's spawner; the hub's login is the only one.
+    def load_hub_config(self) -> None:
+        if not self.get("JUPYTERHUB_API_TOKEN") + self.get("JPY_API_TOKEN"):
+            raise Refused("the hub mode (command jupyterhub-singleuser or start-singleuser) needs "
+                          "JUPYTERHUB_API_TOKEN, "
+                          "which JupyterHub's spawner sets: start it from a hub, or give no command for the standalone "
+                          "JupyterLab")
+        for name in ("JUPYTER_TOKEN", "JUPYTER_TOKEN_FILE", "JUPYTER_PASSWORD_HASH", "JUPYTER_ALLOWED_HOSTS"):
+            if self.get(name):
+                raise Refused(f"{name} is set, but in the hub mode the hub's login is the only one: unset {name} (it "
+                              "applies to the standalone JupyterLab)")
+        if self.on("cfg_no_auth"):
+            raise Refused("JUPYTER_INSECURE_NO_AUTH=1 in the hub mode, where the hub's login is the only one: unset it")
+        if not self.on("cfg_jupyter"):
+            raise Refused("ENABLE_JUPYTER=0 in the hub mode, which exists to run the hub's single-user "
+                          "server: unset it")
+        url = self.get("JUPYTERHUB_SERVICE_URL")
+        if not url:
+            raise Refused("JUPYTERHUB_SERVICE_URL is not set: the hub mode needs it from the hub's spawner "
+                          "(JupyterHub 2 "
+                          "or later sets it)")
+        match = HUB_URL.fullmatch(url)
+        if not match:
+            raise Refused(f"JUPYTERHUB_SERVICE_URL='{url}' is not a URL like http://0.0.0.0:8888/user/NAME/")
+        port = match.group(4) or ("80" if match.group(1) == "http" else "443")
+        self.plan["cfg_jupyter_port"] = port
+        if self.apptainer and int(port) == 0:
+            self.plan["cfg_report_port"] = "1"  # 07-apptainer: batchspawner's hub waits to be told the port
+        elif not 1 <= int(port) <= 65535:
+            raise Refused(f"JUPYTERHUB_SERVICE_URL='{url}': port {port} is not a TCP port (1-65535)")
+        base_url = self.get("JUPYTERHUB_SERVICE_PREFIX") or "/"
+        if not (base_url.startswith("/") and graph(base_url)):
+            raise Refused(f"JUPYTERHUB_SERVICE_PREFIX='{base_url}' is not a URL path like /user/NAME/")
+        self.plan.update(cfg_base_url=base_url, cfg_token="", cfg_password_hash="", cfg_allowed_hosts=[])
+        self.flag("cfg_token_generated", False)
+
+    # 52: docker-stacks' options for the server.
+    def load_server_options(self) -> None:
+        mode = self.plan["cfg_mode"]
+        app = self.get("DOCKER_STACKS_JUPYTER_CMD") or "lab"
+        if app == "notebook":
+            if mode == "services" and not self.system.has_command("jupyter-notebook"):
+                raise Refused("DOCKER_STACKS_JUPYTER_CMD=notebook: the notebook package (Jupyter Notebook 7) is not in "
+                              "this image; use lab or server, or add it (pip install notebook) in an image built FROM "
+                              "this one")
+        elif app not in ("lab", "server"):
+            raise Refused(f"DOCKER_STACKS_JUPYTER_CMD='{app}' is not one of lab, server, notebook")
+        self.plan["cfg_jupyter_app"] = app
+        try:
+            words = notebook_args.split(self.get("NOTEBOOK_ARGS"))
+        except notebook_args.Unsplittable as error:
+            raise Refused(str(error)) from error
+        # docker-stacks' start-notebook.py and start-singleuser.py put NOTEBOOK_ARGS first, then their own.
+        if mode != "command":
+            self.plan["cfg_server_args"] = words + self.server_args()
+        names: List[str] = []
+        for name in split_list(self.get("JUPYTER_ENV_VARS_TO_UNSET")):
+            if not VARIABLE_NAME.fullmatch(name):
+                raise Refused(f"JUPYTER_ENV_VARS_TO_UNSET: '{name}' is not a variable name (letters, digits, _; "
+                              "comma-separated)")
+            if name in KEEP_SET:
+                raise Refused(f"JUPYTER_ENV_VARS_TO_UNSET: {name} is needed by the services themselves and cannot be "
+                              "unset")
+            names.append(name)
+        self.plan["cfg_unset_names"] = names
+        gen_cert = switch(self.env, "GEN_CERT", "0")
+        if gen_cert and mode == "hub":
+            raise Refused(f"GEN_CERT={self.get('GEN_CERT')}: in the hub mode the hub decides whether its servers speak "
+                          "HTTPS (JupyterHub's internal_ssl); unset GEN_CERT")
+        if gen_cert and mode == "services" and not self.on("cfg_jupyter"):
+            raise Refused(f"GEN_CERT={self.get('GEN_CERT')} with ENABLE_JUPYTER=0: there is no Jupyter server "
+                          f"to give a "
+                          "certificate; drop one of them")
+        self.flag("cfg_gen_cert", gen_cert)
+
+    # 16: docker-stacks' user settings beyond NB_USER/NB_UID/NB_GID, and the root triplet.
+    def load_user_config(self) -> None:
+        triplet = root_triplet(self.env)
+        self.flag("cfg_triplet", triplet)
+        group = self.get("NB_GROUP")
+        if group and not users.NAME.fullmatch(group):
+            raise Refused(f"NB_GROUP='{group}' is not a valid group name (lower-case letters, digits, _ and -)")
+        umask = self.get("NB_UMASK")
+        if umask and not re.fullmatch("0?[0-7]{1,3}", umask):
+            raise Refused(f"NB_UMASK='{umask}' is not a umask: octal, like 022 (the default) or 002 (the group may "
+                          "write)")
+        self.plan.update(cfg_group=group, cfg_umask=umask)
+        self.flag("cfg_grant_sudo", switch(self.env, "GRANT_SUDO", "0"))
+        self.flag("cfg_chown_home", switch(self.env, "CHOWN_HOME", "0"))
+        plan: List[Tuple[str, str]] = []
+        if self.get("CHOWN_HOME_OPTS") + self.get("CHOWN_EXTRA") + self.get("CHOWN_EXTRA_OPTS"):
+            try:
+                plan = users.chown_plan(dict(self.env))
+            except users.Refused as error:
+                raise Refused(str(error)) from error
+        for kind in ("home-opt", "extra-opt", "extra"):
+            self.plan["cfg_chown_" + kind.replace("-opt", "_opts").replace("-", "_")] = [
+                value for found, value in plan if found == kind]
+
+        user = self.get("NB_USER")
+        if user == "root" and not triplet:
+            raise Refused("NB_USER=root: JupyterLab and SSH logins never run as root; only NB_USER=root NB_UID=0 "
+                          "NB_GID=0 together do (for rootless Docker or Podman, where root in the container is your "
+                          "own host account)")
+        if triplet:
+            self.load_root_triplet()
+        elif user != self.dev_user_name():
+            uid = self.system.user_uid(user)
+            if uid is not None:
+                raise Refused(f"NB_USER={user} is already a user of the image (uid {uid}); pick another name")
+
+        self.note_ignored()
+
+    def note_ignored(self) -> None:
+        ignored = "is ignored: it needs a container started as root, and this one runs as uid"
+        if not self.on("is_root"):
+            if self.on("cfg_grant_sudo"):
+                self.warnings.append(f"GRANT_SUDO={self.get('GRANT_SUDO')} {ignored} {self.euid}")
+            if self.on("cfg_chown_home"):
+                self.warnings.append(f"CHOWN_HOME={self.get('CHOWN_HOME')} {ignored} {self.euid}")
+            if self.plan["cfg_chown_extra"]:
+                self.warnings.append(f"CHOWN_EXTRA {ignored} {self.euid}")
+        if not self.on("cfg_chown_home") and self.plan["cfg_chown_home_opts"]:
+            self.warnings.append("CHOWN_HOME_OPTS is set but CHOWN_HOME is not: nothing is chowned (set "
+                                 "CHOWN_HOME=yes)")
+        if not self.plan["cfg_chown_extra"] and self.plan["cfg_chown_extra_opts"]:
+            self.warnings.append("CHOWN_EXTRA_OPTS is set but CHOWN_EXTRA is not: nothing is chowned")
+
+    def dev_user_name(self) -> str:
+        """The dev user's name in /etc/passwd now: the image's, or the NB_USER an earlier start renamed it to."""
+        name = self.get("TFENV_IMAGE_USER")
+        if self.system.user_uid(name) is not None:
+            return name
+        text = self.system.read_file(RENAMED_USER_FILE)
+        renamed = text.split("\n", 1)[0].strip() if text else ""
+        return renamed if renamed and self.system.user_uid(renamed) is not None else ""
+
+    # The triplet runs JupyterLab (or the command) as the container's root, with HOME /home/root; sshd
+    # never lets root in, so SSH stays off. Jupyter refuses root without allow_root.
+    def load_root_triplet(self) -> None:
+        if not self.on("is_root"):
+            raise Refused(f"NB_USER=root NB_UID=0 NB_GID=0 runs JupyterLab as the container's root, but this container "
+                          f"runs as uid {self.euid}: drop --user (under rootless Docker or Podman, root in "
+                          f"the container "
+                          "is your own host account)")
+        if self.plan["cfg_mode"] != "command" and not self.on("cfg_jupyter"):
+            raise Refused("ENABLE_JUPYTER=0 with NB_USER=root NB_UID=0 NB_GID=0, where SSH stays off: nothing to run")
+        self.plan["cfg_ssh"] = "0"
+        self.flag("ssh_starts", False)
+        args = self.server_args()
+        if not any(arg.startswith("--ServerApp.allow_root=") or arg == "--allow-root" for arg in args):
+            self.plan["cfg_server_args"] = ["--ServerApp.allow_root=True", *args]
+
+    # What fit_user (20-user) will change as root, so that what it needs is checked beforehand.
+    # user_from: the dev user's name now (user_old_uid, user_old_gid its ids); user_rename: it becomes
+    # NB_USER; user_refit: /etc/passwd gets NB_UID/NB_GID (the home folder's files follow);
+    # user_new_group: NB_GID has no group yet (groupadd); user_group_rename: NB_GID's group is renamed
+    # to NB_GROUP; user_join_users: the dev user is not in "users" yet (usermod). In the image as built,
+    # with the default settings, all are 0: such a start writes nothing under /etc (a read-only root works).
+    def plan_user(self) -> None:
+        flags = ("user_rename", "user_refit", "user_new_group", "user_group_rename", "user_join_users")
+        self.plan.update(dict.fromkeys(flags, "0"), user_from="root", user_old_uid="0", user_old_gid="0")
+        if not self.on("is_root") or self.on("cfg_triplet"):
+            return
+        user_from = self.dev_user_name()
+        if not user_from:
+            raise Refused(f"the dev user {self.get('TFENV_IMAGE_USER')} is not in /etc/passwd, nor an earlier NB_USER "
+                          f"recorded in {RENAMED_USER_FILE}: re-create the container (docker rm, then run)")
+        old_uid, old_gid = self.system.user_ids(user_from)
+        self.plan.update(user_from=user_from, user_old_uid=str(old_uid), user_old_gid=str(old_gid))
+        user, group = self.get("NB_USER"), str(self.plan["cfg_group"])
+        gid = int(self.get("NB_GID"))
+        refit = old_uid != int(self.get("NB_UID")) or old_gid != gid
+        self.flag("user_rename", user_from != user)
+        self.flag("user_refit", refit)
+        existing = self.system.group_name(gid)
+        if existing is None:
+            self.flag("user_new_group", refit)
+            taken = self.system.group_gid(group or user) if refit else None
+            if taken is not None:
+                raise Refused(f"NB_GROUP: the group name '{group or user}' is the image's group {taken}; "
+                              f"NB_GID={self.get('NB_GID')} needs another name (NB_GROUP=NAME)")
+        elif group and existing != group:
+            if gid == 100:
+                raise Refused(f"NB_GROUP={group}: NB_GID=100 is the image's group 'users', which owns the home folder "
+                              "and the venv and keeps its name; NB_GROUP names a group of your own NB_GID")
+            if self.system.group_gid(group) is not None:
+                raise Refused(f"NB_GROUP={group} is already another group of the image; pick another name")
+            self.flag("user_group_rename", True)
+        # In "users" once refitted: as its primary group, or as a listed member.
+        users_gid, members = self.system.group_members("users")
+        self.flag("user_join_users", gid != users_gid and user_from not in members)
+
+    def need_for_the_user(self, need: Callable[[str, str], None], service_mode: bool) -> None:
+        user, uid, gid = self.get("NB_USER"), self.get("NB_UID"), self.get("NB_GID")
+        what = f"to run JupyterLab and the self-check as {user}" if service_mode else f"to run the command as {user}"
+        need("SETUID", what)
+        need("SETGID", what)
+        need("KILL", f"to pass docker stop's signal on to {user}'s processes")
+        if self.on("user_refit"):
+            need("CHOWN", f"for NB_UID={uid}/NB_GID={gid}: {user}'s files follow the new ids")
+        if self.on("user_new_group") or self.on("user_join_users"):
+            need("CHOWN", f"for NB_GID={gid}: groupadd and usermod write /etc/gshadow")
+        if self.on("user_rename"):
+            need("CHOWN", f"for NB_USER={user}: usermod writes /etc/shadow, the home folder's files keep their owner")
+        if self.on("user_group_rename"):
+            need("CHOWN", f"for NB_GROUP={self.plan['cfg_group']}: groupmod writes /etc/gshadow")
+        if self.on("cfg_chown_home") or self.plan["cfg_chown_extra"]:
+            need("CHOWN", "for CHOWN_HOME/CHOWN_EXTRA")
+
+    # The run directory (root's is the image's, TFENV_RUN_DIR), which 15-privileges makes if it is
+    # missing (mode 1777, as the image's: the dev user writes there too): checked first, as there.
+    def check_run_dir(self) -> None:
+        run_dir = self.get("TFENV_RUN_DIR")
+        if not self.system.exists(run_dir):
+            parent = run_dir.rsplit("/", 1)[0] or "/"
+            if not self.system.writable(parent):
+                raise Refused(f"TFENV_RUN_DIR={run_dir} does not exist and cannot be made: {parent} is not writable"
+                              f"{self.why_not_writable(parent)}; mount a tmpfs on {run_dir} itself (--tmpfs {run_dir}: "
+                              "it keeps the image's mode 1777)")
+        elif not (self.system.is_dir(run_dir) and self.system.writable(run_dir)):
+            raise Refused(f"TFENV_RUN_DIR={run_dir} is not a writable folder{self.why_not_writable(run_dir)}: mount a "
+                          f"tmpfs on it (--tmpfs {run_dir})")
+
+    def writable_or_refuse(self, path: str, why: str, fix: str) -> None:
+        """PATH (or, where it does not exist yet, the nearest folder above it) is writable."""
+        while not self.system.exists(path) and len(path) > 1 and path.startswith("/"):
+            path = path.rsplit("/", 1)[0] or "/"
+        if not self.system.writable(path):
+            raise Refused(f"{why}, but {path} is not writable{self.why_not_writable(path)}: {fix}")
+
+    # Hardened runtimes (restricted pod security, --cap-drop ALL, --read-only) take away what the
+    # steps as root need: the files they rewrite and the capabilities, checked here with the fix.
+    def check_privileges(self) -> None:
+        if not self.on("is_root"):
+            return  # without root, nothing of this is attempted
+        service_mode = self.plan["cfg_mode"] != "command"
+        jupyter = service_mode and self.on("cfg_jupyter")
+        ssh = service_mode and self.on("cfg_ssh") and bool(self.plan["cfg_ssh_keys"])
+        if service_mode:
+            self.check_run_dir()
+        self.check_writable_paths()
+        if ssh:
+            self.check_ssh_paths()
+        self.check_capabilities(service_mode, jupyter, ssh)
+
+    def check_writable_paths(self) -> None:
+        user, uid, gid, group = self.get("NB_USER"), self.get("NB_UID"), self.get("NB_GID"), self.plan["cfg_group"]
+        built = self.get("TFENV_IMAGE_USER")
+        if self.on("user_refit"):
+            self.writable_or_refuse("/etc/passwd", f"NB_UID={uid}/NB_GID={gid} means rewriting /etc/passwd ({user} is "
+                                    f"{self.plan['user_old_uid']}/{self.plan['user_old_gid']} as built)",
+                                    "use NB_UID/NB_GID as built, or a writable root file system")
+        if self.on("user_new_group") or self.on("user_join_users"):
+            self.writable_or_refuse("/etc/group", f"NB_GID={gid} means rewriting /etc/group",
+                                    f"use NB_GID as built ({self.plan['user_old_gid']}), or a writable root file "
+                                    "system")
+        if self.on("user_rename"):
+            why = (f"NB_USER={user} means renaming {self.plan['user_from']} in /etc/passwd and /etc/shadow and a home "
+                   f"folder /home/{user}")
+            for path in ("/etc/passwd", "/etc/shadow", f"/home/{user}"):
+                self.writable_or_refuse(path, why, f"use NB_USER as built ({built}), or a writable root file system")
+        if self.on("user_group_rename"):
+            self.writable_or_refuse("/etc/group", f"NB_GROUP={group} means renaming group {gid} in /etc/group",
+                                    "leave NB_GROUP unset, or a writable root file system")
+        if self.on("cfg_triplet"):
+            self.writable_or_refuse("/home/root", "NB_USER=root NB_UID=0 NB_GID=0 means a home folder /home/root",
+                                    "a writable root file system, or a volume on /home/root")
+        # chown fails on a read-only file system (--read-only, a :ro mount) whatever the capabilities.
+        home = "/home/root" if self.on("cfg_triplet") else f"/home/{user}"
+        if self.on("cfg_chown_home") and self.read_only(home):
+            raise Refused(f"CHOWN_HOME={self.get('CHOWN_HOME')}, but {home} is on a read-only file system: drop "
+                          "CHOWN_HOME, or mount a volume there")
+        for path in self.plan["cfg_chown_extra"]:
+            if self.read_only(path):
+                raise Refused(f"CHOWN_EXTRA: {path} is on a read-only file system (a :ro mount?): drop it from "
+                              "CHOWN_EXTRA")
+        if self.on("cfg_grant_sudo") and not self.on("cfg_triplet"):
+            self.writable_or_refuse("/etc/sudoers.d", f"GRANT_SUDO={self.get('GRANT_SUDO')} means a rule in "
+                                    "/etc/sudoers.d", "a writable root file system")
+
+    def check_ssh_paths(self) -> None:
+        for path in (SSHD_DIR, "/run/sshd"):
+            self.writable_or_refuse(path, f"SSH needs {SSHD_DIR} and /run/sshd",
+                                    "mount a tmpfs on /run (--tmpfs /run), or ENABLE_SSH=0")
+        if not self.system.exists("/var/log/lastlog"):  # 40-ssh makes it when a base image lacks it
+            self.writable_or_refuse("/var/log/lastlog", "sshd keeps its login records in /var/log/lastlog",
+                                    "a writable root file system, or ENABLE_SSH=0")
+
+    def check_capabilities(self, service_mode: bool, jupyter: bool, ssh: bool) -> None:
+        user, uid = self.get("NB_USER"), self.get("NB_UID")
+        effective = self.system.effective_capabilities()
+        missing: Dict[str, str] = {}  # name: the first reason, in the order they are needed
+
+        def need(name: str, reason: str) -> None:
+            held = effective >> CAP_BITS[name] & 1
+            # DAC_OVERRIDE allows all that DAC_READ_SEARCH does.
+            if name == "DAC_READ_SEARCH":
+                held |= effective >> CAP_BITS["DAC_OVERRIDE"] & 1
+            if not held:
+                missing.setdefault(name, reason)
+
+        self.need_for_the_user(need, service_mode)
+
+        if jupyter:
+            need("CHOWN", f"to hand JupyterLab's runtime directory to {user}")
+            need("FOWNER", f"to set the mode of JupyterLab's runtime directory, once it is {user}'s")
+            need("DAC_READ_SEARCH", f"for the healthcheck, run as root, to read JupyterLab's runtime file in {user}'s "
+                 "private runtime directory")
+        if ssh:
+            need("SYS_CHROOT", "for sshd's privilege separation")
+            need("CHOWN", f"for sshd to hand a login's terminal to {user}")
+            need("AUDIT_WRITE", "for sshd's login records of terminal sessions")
+            ssh_port, floor = self.plan["SSH_PORT"], self.plan["cfg_unprivileged_ports"]
+            if int(str(ssh_port)) < int(str(floor)):
+                need("NET_BIND_SERVICE", f"for sshd to listen on SSH_PORT={ssh_port}, below {floor} "
+                     "(net.ipv4.ip_unprivileged_port_start; or use SSH_PORT=2222)")
+        if missing:
+            # Names that share a reason are listed together: "SETUID, SETGID (to run ...)".
+            names = list(missing)
+            parts = [name + (", " if index + 1 < len(names) and missing[names[index + 1]] == missing[name]
+                             else f" ({missing[name]}); ")
+                     for index, name in enumerate(names)]
+            raise Refused(f"missing capabilities: {''.join(parts)[:-2]}. Add them (--cap-add; README 'Security' lists "
+                          f"the minimal set), or start without root (--user {uid}:100, no SSH)")
+
+
+def make_plan(env: Mapping[str, str], args: Sequence[str], euid: int,
+              system: Optional[System] = None) -> Tuple[Dict[str, Value], Dict[str, str], List[str]]:
+    """The plan's variables, the variables to export, and the WARNING lines; or Refused."""
+    planner = Planner(env, args, euid, system or System())
+    planner.run()
+    return planner.plan, planner.exports, planner.warnings
+
+
+def render(plan: Mapping[str, Value], exports: Mapping[str, str]) -> str:
+    """Shell assignments, one a line, every value quoted: what eval reads back as exactly these values."""
+    lines = []
+    for name, value in plan.items():
+        quoted = shlex.quote(value) if isinstance(value, str) else "(" + " ".join(map(shlex.quote, value)) + ")"
+        lines.append(f"{name}={quoted}")
+    lines.extend(f"export {name}={shlex.quote(value)}" for name, value in exports.items())
+    return "".join(line + "\n" for line in lines)
+
+
+def main(argv: Sequence[str]) -> int:
+    try:
+        plan, exports, warnings = make_plan(os.environ, argv, os.geteuid())
+    except Refused as refused:
+        print(f"{PREFIX}ERROR: {refused}", file=sys.stderr)
+        return USAGE
+    for warning in warnings:
+        print(f"{PREFIX}WARNING: {warning}", file=sys.stderr)
+    sys.stdout.buffer.write(render(plan, exports).encode("utf-8", "surrogateescape"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

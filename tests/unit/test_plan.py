@@ -1,0 +1,593 @@
+"""image/startup/plan.py, the start-up planner: one row per refusal (its one line, exit 2) and rows
+of accepted plans, with a fake environment, fake files, users, groups and /proc passed in. The
+container tests (tests/image/test_bad_input.py) keep one smoke test per family of failure."""
+# ruff: noqa: S108 - /tmp is a path in a fake mount table and in messages; nothing is written there
+
+import re
+import shlex
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+from startup import plan
+
+# The image's ENV, as the Dockerfile sets it.
+BASE = {"NB_USER": "jovyan", "NB_UID": "1000", "NB_GID": "100", "TFENV_IMAGE_USER": "jovyan",
+        "TFENV_RUN_DIR": "/run/tf29-env", "PATH": "/opt/venv/bin:/usr/bin"}
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeFakeFakeFakeFakeFakeFakeFakeFakeFakeFake user@host"
+HUB = {"JUPYTERHUB_API_TOKEN": "t" * 32, "JUPYTERHUB_SERVICE_URL": "http://0.0.0.0:8888/user/ann/",
+       "JUPYTERHUB_SERVICE_PREFIX": "/user/ann/"}
+
+
+class FakeSystem(plan.System):
+    """The image's users and groups, some files, /proc's port floor and the self-check's answer."""
+
+    def __init__(self, files: Mapping[str, str] | None = None, floor: int | None = 0,
+                 self_check: tuple[int, str] = (0, "warn"), commands: tuple[str, ...] = (),
+                 read_only: tuple[str, ...] = (), capabilities: int = (1 << 41) - 1,
+                 missing: tuple[str, ...] = ()) -> None:
+        self.files = dict(files or {})
+        self.read_only = read_only
+        self.capabilities = capabilities
+        self.missing = missing
+        self.floor = floor
+        self.self_check = self_check
+        self.commands = commands
+
+    def group_name(self, gid: int) -> str | None:
+        return {0: "root", 4: "adm", 42: "shadow", 50: "staff", 100: "users"}.get(gid)
+
+    def user_uid(self, name: str) -> int | None:
+        return {"root": 0, "daemon": 1, "jovyan": 1000}.get(name)
+
+    def file_size(self, path: str) -> int | None:
+        return len(self.files[path].encode()) if path in self.files else None
+
+    def read_file(self, path: str) -> str | None:
+        return self.files.get(path)
+
+    def has_command(self, name: str) -> bool:
+        return name in self.commands
+
+    def unprivileged_port_start(self) -> int | None:
+        return self.floor
+
+    def self_check_mode(self) -> tuple[int, str]:
+        return self.self_check
+
+    def new_token(self) -> str:
+        return "f" * 48
+
+    def writable(self, path: str) -> bool:
+        return path not in self.read_only
+
+    def owner_and_mode(self, path: str) -> str:
+        return "owner 0:0, mode 755"
+
+    def exists(self, path: str) -> bool:
+        return path not in self.missing
+
+    def is_dir(self, path: str) -> bool:
+        return True
+
+    def user_ids(self, name: str) -> tuple[int, int]:
+        return {"root": (0, 0), "daemon": (1, 1), "jovyan": (1000, 100), "ann": (1000, 100)}[name]
+
+    def group_gid(self, name: str) -> int | None:
+        return {"root": 0, "adm": 4, "shadow": 42, "staff": 50, "users": 100}.get(name)
+
+    def group_members(self, name: str) -> tuple[int, list[str]]:
+        return (100, []) if name == "users" else (0, [])
+
+    def effective_capabilities(self) -> int:
+        return self.capabilities
+
+
+# /proc/self/mountinfo of `docker run --read-only -v /data:/home/jovyan/my\ work`: the root read-only.
+MOUNTINFO = """\
+1 0 0:1 / / ro,relatime - overlay overlay rw,lowerdir=x
+2 1 0:2 / /proc rw,nosuid - proc proc rw
+3 1 0:3 / /tmp rw,nosuid - tmpfs tmpfs rw
+4 1 8:1 /data /home/jovyan/my\\040work rw,relatime - ext4 /dev/sda1 rw
+5 1 8:1 /data /home/jovyan/my\\040work ro,relatime - ext4 /dev/sda1 rw
+"""
+COMMON = (Path(__file__).resolve().parents[2] / "image" / "entrypoint.d" / "00-common.sh").read_text()
+
+
+def planned(env: Mapping[str, str], args: tuple[str, ...] = (), euid: int = 0,
+            system: plan.System | None = None) -> tuple[dict[str, plan.Value], dict[str, str], list[str]]:
+    return plan.make_plan({**BASE, **env}, args, euid, system or FakeSystem())
+
+
+def refusal(env: Mapping[str, str], args: tuple[str, ...] = (), euid: int = 0,
+            system: plan.System | None = None) -> str:
+    with pytest.raises(plan.Refused) as refused:
+        planned(env, args, euid, system)
+    return str(refused.value)
+
+
+# (environment, args, euid, system, the whole line after "tf29-env: ERROR: ")
+Row = tuple[dict[str, str], tuple[str, ...], int, FakeSystem | None, str]
+REFUSALS: dict[str, Row] = {
+    "scratch on a read-only root": ({}, (), 0, FakeSystem(files={"/proc/self/mountinfo": "1 0 0:1 / / ro - o o rw\n"},
+                                                           read_only=("/tmp",)),
+                                    "/tmp is not writable (read-only file system): mount a tmpfs there (--tmpfs /tmp)"),
+    "scratch of another user": ({"NB_UID": "x"}, (), 1000, FakeSystem(read_only=("/tmp",)),
+                                "/tmp is not writable for uid 1000 (owner 0:0, mode 755): mount a tmpfs there (--tmpfs "
+                                "/tmp)"),
+    "start.sh without command": ({}, ("start.sh",), 0, None,
+                                 "start.sh needs a command to run (start.sh CMD [ARGS]); without one, give no command "
+                                 "at all"),
+    "NB_UID": ({"NB_UID": "alice"}, (), 0, None, "NB_UID='alice' is not a numeric id (0-2147483647)"),
+    "NB_GID": ({"NB_GID": "-5"}, (), 0, None, "NB_GID='-5' is not a numeric id (0-2147483647)"),
+    "NB_UID too big": ({"NB_UID": "2147483648"}, (), 0, None,
+                       "NB_UID='2147483648' is not a numeric id (0-2147483647)"),
+    "root uid": ({"NB_UID": "0"}, (), 0, None,
+                 "NB_UID=0: JupyterLab and SSH logins never run as root; pick another uid (only NB_USER=root NB_UID=0 "
+                 "NB_GID=0 together run as root, for rootless engines)"),
+    "root group": ({"NB_GID": "0"}, (), 0, None,
+                   "NB_GID=0 is root's group, whose rights everything run in the notebooks and SSH sessions would "
+                   "get; use your own gid (id -g, 1000 or above) or 100 (users)"),
+    "shadow group": ({"NB_GID": "42"}, (), 0, None,
+                     "NB_GID=42 is the image's system group 'shadow', whose rights everything run in the notebooks "
+                     "and SSH sessions would get; use your own gid (id -g, 1000 or above) or 100 (users)"),
+    "adm group": ({"NB_GID": "004"}, (), 0, None,
+                  "NB_GID=004 is the image's system group 'adm', whose rights everything run in the notebooks and "
+                  "SSH sessions would get; use your own gid (id -g, 1000 or above) or 100 (users)"),
+    "user name": ({"NB_USER": "Ann"}, (), 0, None, "NB_USER='Ann' is not a valid user name"),
+    "switch": ({"ENABLE_SSH": "maybe"}, (), 0, None,
+               "ENABLE_SSH='maybe' is not a switch: use 1/0, true/false, yes/no or on/off"),
+    "jupyter switch": ({"ENABLE_JUPYTER": "2"}, (), 0, None,
+                       "ENABLE_JUPYTER='2' is not a switch: use 1/0, true/false, yes/no or on/off"),
+    "no-auth switch": ({"JUPYTER_INSECURE_NO_AUTH": "sure"}, (), 0, None,
+                       "JUPYTER_INSECURE_NO_AUTH='sure' is not a switch: use 1/0, true/false, yes/no or on/off"),
+    "self-check": ({}, (), 0, FakeSystem(self_check=(2, "selfcheck: SELF_CHECK='loud' is not a mode")),
+                   "SELF_CHECK='loud' is not a mode"),
+    "self-check broken": ({}, (), 0, FakeSystem(self_check=(1, "Traceback")),
+                          "SELF_CHECK: the self-check could not say which mode it sets (exit 1): Traceback"),
+    "ssh port": ({"SSH_PORT": "0"}, (), 0, None, "SSH_PORT='0' is not a TCP port (1-65535)"),
+    "host key dir": ({"SSH_HOST_KEY_DIR": "keys"}, (), 0, None,
+                     "SSH_HOST_KEY_DIR='keys' must be an absolute path"),
+    "jupyter app": ({"DOCKER_STACKS_JUPYTER_CMD": "classic"}, (), 0, None,
+                    "DOCKER_STACKS_JUPYTER_CMD='classic' is not one of lab, server, notebook"),
+    "notebook missing": ({"DOCKER_STACKS_JUPYTER_CMD": "notebook"}, (), 0, None,
+                         "DOCKER_STACKS_JUPYTER_CMD=notebook: the notebook package (Jupyter Notebook 7) is not in "
+                         "this image; use lab or server, or add it (pip install notebook) in an image built FROM this "
+                         "one"),
+    "notebook args": ({"NOTEBOOK_ARGS": "--a='b"}, (), 0, None,
+                      "NOTEBOOK_ARGS cannot be split into arguments as a shell would (No closing quotation): check "
+                      "its quotes and backslashes"),
+    "unset name": ({"JUPYTER_ENV_VARS_TO_UNSET": "A,B-C"}, (), 0, None,
+                   "JUPYTER_ENV_VARS_TO_UNSET: 'B-C' is not a variable name (letters, digits, _; comma-separated)"),
+    "unset kept": ({"JUPYTER_ENV_VARS_TO_UNSET": "SECRET PATH"}, (), 0, None,
+                   "JUPYTER_ENV_VARS_TO_UNSET: PATH is needed by the services themselves and cannot be unset"),
+    "gen cert switch": ({"GEN_CERT": "please"}, (), 0, None,
+                        "GEN_CERT='please' is not a switch: use 1/0, true/false, yes/no or on/off"),
+    "gen cert hub": ({**HUB, "GEN_CERT": "yes"}, ("jupyterhub-singleuser",), 0, None,
+                     "GEN_CERT=yes: in the hub mode the hub decides whether its servers speak HTTPS (JupyterHub's "
+                     "internal_ssl); unset GEN_CERT"),
+    "gen cert no jupyter": ({"GEN_CERT": "1", "ENABLE_JUPYTER": "0"}, (), 0, None,
+                            "GEN_CERT=1 with ENABLE_JUPYTER=0: there is no Jupyter server to give a certificate; drop "
+                            "one of them"),
+    "token arg": ({}, ("start-notebook.sh", "--IdentityProvider.token=abc"), 0, None,
+                  "the server's argument '--IdentityProvider.token': Jupyter's token and password are set with "
+                  "JUPYTER_TOKEN_FILE, JUPYTER_TOKEN or JUPYTER_PASSWORD_HASH (README, Settings), never on the "
+                  "command line, where every process can read them"),
+    "password in NOTEBOOK_ARGS": ({"NOTEBOOK_ARGS": "--password x"}, (), 0, None,
+                                  "the server's argument '--password': Jupyter's token and password are set with "
+                                  "JUPYTER_TOKEN_FILE, JUPYTER_TOKEN or JUPYTER_PASSWORD_HASH (README, Settings), "
+                                  "never on the command line, where every process can read them"),
+    "hub without token": ({}, ("jupyterhub-singleuser",), 0, None,
+                          "the hub mode (command jupyterhub-singleuser or start-singleuser) needs "
+                          "JUPYTERHUB_API_TOKEN, "
+                          "which JupyterHub's spawner sets: start it from a hub, or give no command for the "
+                          "standalone JupyterLab"),
+    "hub with a token": ({**HUB, "JUPYTER_TOKEN": "x" * 20}, ("start-singleuser.sh",), 0, None,
+                         "JUPYTER_TOKEN is set, but in the hub mode the hub's login is the only one: unset "
+                         "JUPYTER_TOKEN (it applies to the standalone JupyterLab)"),
+    "hub with allowed hosts": ({**HUB, "JUPYTER_ALLOWED_HOSTS": "a.example"}, (), 0, None,
+                               "JUPYTER_ALLOWED_HOSTS is set, but in the hub mode the hub's login is the only one: "
+                               "unset JUPYTER_ALLOWED_HOSTS (it applies to the standalone JupyterLab)"),
+    "hub without auth": ({**HUB, "JUPYTER_INSECURE_NO_AUTH": "1"}, (), 0, None,
+                         "JUPYTER_INSECURE_NO_AUTH=1 in the hub mode, where the hub's login is the only one: unset it"),
+    "hub without jupyter": ({**HUB, "ENABLE_JUPYTER": "0"}, (), 0, None,
+                            "ENABLE_JUPYTER=0 in the hub mode, which exists to run the hub's single-user server: "
+                            "unset it"),
+    "hub without url": ({"JPY_API_TOKEN": "t" * 32}, ("jupyterhub-singleuser",), 0, None,
+                        "JUPYTERHUB_SERVICE_URL is not set: the hub mode needs it from the hub's spawner (JupyterHub "
+                        "2 or later sets it)"),
+    "hub url": ({**HUB, "JUPYTERHUB_SERVICE_URL": "0.0.0.0:8888"}, (), 0, None,
+                "JUPYTERHUB_SERVICE_URL='0.0.0.0:8888' is not a URL like http://0.0.0.0:8888/user/NAME/"),
+    "hub port": ({**HUB, "JUPYTERHUB_SERVICE_URL": "http://x:70000/"}, (), 0, None,
+                 "JUPYTERHUB_SERVICE_URL='http://x:70000/': port 70000 is not a TCP port (1-65535)"),
+    "hub port 0 outside Apptainer": ({**HUB, "JUPYTERHUB_SERVICE_URL": "http://x:0/"}, (), 0, None,
+                                     "JUPYTERHUB_SERVICE_URL='http://x:0/': port 0 is not a TCP port (1-65535)"),
+    "hub prefix": ({**HUB, "JUPYTERHUB_SERVICE_PREFIX": "user/ann"}, (), 0, None,
+                   "JUPYTERHUB_SERVICE_PREFIX='user/ann' is not a URL path like /user/NAME/"),
+    "port": ({"JUPYTER_PORT": "70000"}, (), 0, None, "JUPYTER_PORT='70000' is not a TCP port (1-65535)"),
+    "base url": ({"JUPYTER_BASE_URL": "lab"}, (), 0, None,
+                 "JUPYTER_BASE_URL='lab' must be a path like /jupyter/ (letters, digits, . _ ~ - /)"),
+    "token file missing": ({"JUPYTER_TOKEN_FILE": "/run/secrets/none"}, (), 0, None,
+                           "JUPYTER_TOKEN_FILE=/run/secrets/none: no such readable file"),
+    "both tokens": ({"JUPYTER_TOKEN": "a", "JUPYTER_TOKEN_FILE": "/etc/hostname"}, (), 0, None,
+                    "JUPYTER_TOKEN and JUPYTER_TOKEN_FILE are both set: set one"),
+    "runaway token file": ({"JUPYTER_TOKEN_FILE": "/t"}, (), 0, FakeSystem(files={"/t": "a" * 150_000}),
+                           "JUPYTER_TOKEN_FILE=/t: the file is 150000 bytes; at most 4096"),
+    "runaway token in a file": ({"JUPYTER_TOKEN_FILE": "/run/secrets/token"}, (), 0,
+                                FakeSystem(files={"/run/secrets/token": "a" * 2000 + "\n"}),
+                                "JUPYTER_TOKEN_FILE=/run/secrets/token: the token is 2000 characters long; at most "
+                                "1024"),
+    "empty token file": ({"JUPYTER_TOKEN_FILE": "/t"}, (), 0, FakeSystem(files={"/t": "\n"}),
+                         "JUPYTER_TOKEN_FILE=/t: the file is empty"),
+    "blank token file": ({"JUPYTER_TOKEN_FILE": "/t"}, (), 0, FakeSystem(files={"/t": " \t\n\n"}),
+                         "JUPYTER_TOKEN_FILE=/t: the file is empty"),
+    "token space": ({"JUPYTER_TOKEN": "two words"}, (), 0, None,
+                    "JUPYTER_TOKEN: the token contains spaces or control characters"),
+    "token control character": ({"JUPYTER_TOKEN_FILE": "/t"}, (), 0, FakeSystem(files={"/t": "a" * 20 + "\tb\n"}),
+                                "JUPYTER_TOKEN_FILE: the token contains spaces or control characters"),
+    "short token": ({"JUPYTER_TOKEN": "a"}, (), 0, None,
+                    "JUPYTER_TOKEN: the token is 1 characters long; at least 16 (make one with: openssl rand -hex 24)"),
+    "short token 15": ({"JUPYTER_TOKEN": "abcdefghijklmno"}, (), 0, None,
+                       "JUPYTER_TOKEN: the token is 15 characters long; at least 16 (make one with: openssl rand -hex "
+                       "24)"),
+    "short token in a file": ({"JUPYTER_TOKEN_FILE": "/t"}, (), 0, FakeSystem(files={"/t": "secret\n"}),
+                              "JUPYTER_TOKEN_FILE: the token is 6 characters long; at least 16 (make one with: "
+                              "openssl rand -hex 24)"),
+    "password": ({"JUPYTER_PASSWORD_HASH": "hunter2"}, (), 0, None,
+                 "JUPYTER_PASSWORD_HASH is not a Jupyter password hash (argon2:... or sha1:...; make one with: python "
+                 "-c 'from jupyter_server.auth import passwd; print(passwd())')"),
+    "allowed host address": ({"JUPYTER_ALLOWED_HOSTS": "jupyter.example, 10.0.0.5"}, (), 0, None,
+                             "JUPYTER_ALLOWED_HOSTS: '10.0.0.5' is an address; Jupyter lets loopback addresses "
+                             "(127.0.0.1, ::1) in always and no other address: list host names"),
+    "allowed host v6": ({"JUPYTER_ALLOWED_HOSTS": "[fd00::1]"}, (), 0, None,
+                        "JUPYTER_ALLOWED_HOSTS: '[fd00::1]' is an address; Jupyter lets loopback addresses (127.0.0.1, "
+                        "::1) in always and no other address: list host names"),
+    "allowed host url": ({"JUPYTER_ALLOWED_HOSTS": "https://jupyter.example"}, (), 0, None,
+                         "JUPYTER_ALLOWED_HOSTS: 'https://jupyter.example' is not a host name (letters, digits, dots "
+                         "and dashes, e.g. jupyter.example.com; no scheme, port or wildcard)"),
+    "allowed host port": ({"JUPYTER_ALLOWED_HOSTS": "jupyter.example:8888"}, (), 0, None,
+                          "JUPYTER_ALLOWED_HOSTS: 'jupyter.example:8888' is not a host name (letters, digits, dots and "
+                          "dashes, e.g. jupyter.example.com; no scheme, port or wildcard)"),
+    "allowed host wildcard": ({"JUPYTER_ALLOWED_HOSTS": "*.example"}, (), 0, None,
+                              "JUPYTER_ALLOWED_HOSTS: '*.example' is not a host name (letters, digits, dots and "
+                              "dashes, e.g. jupyter.example.com; no scheme, port or wildcard)"),
+    "no auth with a token": ({"JUPYTER_INSECURE_NO_AUTH": "1", "JUPYTER_TOKEN": "x" * 16}, (), 0, None,
+                             "JUPYTER_INSECURE_NO_AUTH=1 together with a token or password: drop one of them"),
+    "no auth without hosts": ({"JUPYTER_INSECURE_NO_AUTH": "1"}, (), 0, None,
+                              "JUPYTER_INSECURE_NO_AUTH=1 needs JUPYTER_ALLOWED_HOSTS, the host names JupyterLab is "
+                              "reached by (e.g. the proxy's jupyter.example.com, or localhost): without auth, any "
+                              "other name could be a web page's, through DNS rebinding"),
+    "both keys": ({"SSH_AUTHORIZED_KEYS": KEY, "SSH_AUTHORIZED_KEYS_FILE": "/k"}, (), 0, None,
+                  "SSH_AUTHORIZED_KEYS and SSH_AUTHORIZED_KEYS_FILE are both set: set one"),
+    "key file": ({"SSH_AUTHORIZED_KEYS_FILE": "/nope"}, (), 0, None,
+                 "SSH_AUTHORIZED_KEYS_FILE=/nope: no such readable file"),
+    "runaway key file": ({"SSH_AUTHORIZED_KEYS_FILE": "/run/secrets/big"}, (), 0,
+                         FakeSystem(files={"/run/secrets/big": "a" * 3_000_000}),
+                         "SSH_AUTHORIZED_KEYS_FILE=/run/secrets/big: the file is 3000000 bytes; at most 2097152"),
+    "nothing": ({"ENABLE_JUPYTER": "0"}, (), 0, None,
+                "ENABLE_JUPYTER=0 and no SSH to start (that needs ENABLE_SSH=1, root and a key): nothing to run"),
+    "nothing without root": ({"ENABLE_JUPYTER": "0", "SSH_AUTHORIZED_KEYS": KEY}, (), 1000, None,
+                             "ENABLE_JUPYTER=0 and no SSH to start (that needs ENABLE_SSH=1, root and a key): nothing "
+                             "to run"),
+    "one port, JUPYTER_PORT": ({"JUPYTER_PORT": "22", "SSH_AUTHORIZED_KEYS": KEY}, (), 0, None,
+                               "JUPYTER_PORT=22 and SSH_PORT=22: JupyterLab and sshd cannot listen on the same port; "
+                               "change one of them"),
+    "one port, SSH_PORT": ({"SSH_PORT": "8888", "SSH_AUTHORIZED_KEYS": KEY}, (), 0, None,
+                           "JUPYTER_PORT=8888 and SSH_PORT=8888: JupyterLab and sshd cannot listen on the same port; "
+                           "change one of them"),
+    "one port, leading zero": ({"JUPYTER_PORT": "2222", "SSH_PORT": "02222", "SSH_AUTHORIZED_KEYS": KEY}, (), 0, None,
+                               "JUPYTER_PORT=2222 and SSH_PORT=02222: JupyterLab and sshd cannot listen on the same "
+                               "port; change one of them"),
+    "one port, hub": ({**HUB, "SSH_PORT": "8888", "SSH_AUTHORIZED_KEYS": KEY}, (), 0, None,
+                      "JUPYTERHUB_SERVICE_URL's port=8888 and SSH_PORT=8888: JupyterHub's single-user server and sshd "
+                      "cannot listen on the same port; change one of them"),
+    "port only root may use": ({"JUPYTER_PORT": "80"}, (), 0, FakeSystem(floor=1024),
+                               "JUPYTER_PORT=80: JupyterLab runs as jovyan, never root, and here only root may listen "
+                               "below port 1024 (net.ipv4.ip_unprivileged_port_start); use 1024 or above and publish "
+                               "it as any port (-p 80:8888)"),
+    "group name": ({"NB_GROUP": "Staff"}, (), 0, None,
+                   "NB_GROUP='Staff' is not a valid group name (lower-case letters, digits, _ and -)"),
+    "umask": ({"NB_UMASK": "0999"}, (), 0, None,
+              "NB_UMASK='0999' is not a umask: octal, like 022 (the default) or 002 (the group may write)"),
+    "sudo switch": ({"GRANT_SUDO": "please"}, (), 0, None,
+                    "GRANT_SUDO='please' is not a switch: use 1/0, true/false, yes/no or on/off"),
+    "chown home switch": ({"CHOWN_HOME": "y"}, (), 0, None,
+                          "CHOWN_HOME='y' is not a switch: use 1/0, true/false, yes/no or on/off"),
+    "chown option": ({"CHOWN_HOME": "yes", "CHOWN_HOME_OPTS": "-R -L"}, (), 0, None,
+                     "CHOWN_HOME_OPTS: '-L' is not allowed; only -R (--recursive), -h, -c, -v and -f: other options "
+                     "follow links out of the folder (-L, -H) or change what is changed (--from, --reference)"),
+    "chown extra": ({"CHOWN_EXTRA": "data"}, (), 0, None, "CHOWN_EXTRA: 'data' is not an absolute path (e.g. /data)"),
+    "root user": ({"NB_USER": "root"}, (), 0, None,
+                  "NB_USER=root: JupyterLab and SSH logins never run as root; only NB_USER=root NB_UID=0 NB_GID=0 "
+                  "together do (for rootless Docker or Podman, where root in the container is your own host account)"),
+    "triplet without root": ({"NB_USER": "root", "NB_UID": "0", "NB_GID": "0"}, (), 1000, None,
+                             "NB_USER=root NB_UID=0 NB_GID=0 runs JupyterLab as the container's root, but this "
+                             "container runs as uid 1000: drop --user (under rootless Docker or Podman, root in the "
+                             "container is your own host account)"),
+    "triplet without jupyter": ({"NB_USER": "root", "NB_UID": "0", "NB_GID": "0", "ENABLE_JUPYTER": "0",
+                                 "SSH_AUTHORIZED_KEYS": KEY}, (), 0, None,
+                                "ENABLE_JUPYTER=0 with NB_USER=root NB_UID=0 NB_GID=0, where SSH stays off: nothing to "
+                                "run"),
+    "a user of the image": ({"NB_USER": "daemon"}, (), 0, None,
+                            "NB_USER=daemon is already a user of the image (uid 1); pick another name"),
+    "apptainer as root": ({"APPTAINER_CONTAINER": "/x.sif"}, (), 0, None,
+                          "Apptainer runs this image as the calling user, but this start runs as uid 0 (--fakeroot?): "
+                          "drop --fakeroot, nothing here needs root"),
+    "the dev user gone": ({"TFENV_IMAGE_USER": "ann", "NB_USER": "ann"}, (), 0, None,
+                          "the dev user ann is not in /etc/passwd, nor an earlier NB_USER recorded in "
+                          "/etc/tf29-env/dev-user: re-create the container (docker rm, then run)"),
+    "group name taken": ({"NB_GID": "4321", "NB_GROUP": "staff"}, (), 0, None,
+                         "NB_GROUP: the group name 'staff' is the image's group 50; NB_GID=4321 needs another name "
+                         "(NB_GROUP=NAME)"),
+    "users keeps its name": ({"NB_GROUP": "team"}, (), 0, None,
+                             "NB_GROUP=team: NB_GID=100 is the image's group 'users', which owns the home folder and "
+                             "the venv and keeps its name; NB_GROUP names a group of your own NB_GID"),
+    "passwd read-only": ({"NB_UID": "4321"}, (), 0, FakeSystem(read_only=("/etc/passwd",)),
+                         "NB_UID=4321/NB_GID=100 means rewriting /etc/passwd (jovyan is 1000/100 as built), but "
+                         "/etc/passwd is not writable for uid 0 (owner 0:0, mode 755): use NB_UID/NB_GID as built, or "
+                         "a "
+                         "writable root file system"),
+    "group read-only": ({"NB_GID": "4321"}, (), 0, FakeSystem(read_only=("/etc/group",)),
+                        "NB_GID=4321 means rewriting /etc/group, but /etc/group is not writable for uid 0 (owner 0:0, "
+                        "mode 755): use NB_GID as built (100), or a writable root file system"),
+    "rename read-only": ({"NB_USER": "ann"}, (), 0, FakeSystem(read_only=("/etc/shadow",)),
+                         "NB_USER=ann means renaming jovyan in /etc/passwd and /etc/shadow and a home folder "
+                         "/home/ann, "
+                         "but /etc/shadow is not writable for uid 0 (owner 0:0, mode 755): use NB_USER as built "
+                         "(jovyan), or a writable root file system"),
+    "new home under a read-only /home": ({"NB_USER": "ann"}, (), 0,
+                                         FakeSystem(read_only=("/home",), missing=("/home/ann",)),
+                                         "NB_USER=ann means renaming jovyan in /etc/passwd and /etc/shadow and a home "
+                                         "folder /home/ann, but /home is not writable for uid 0 (owner 0:0, mode 755): "
+                                         "use NB_USER as built (jovyan), or a writable root file system"),
+    "triplet home": ({"NB_USER": "root", "NB_UID": "0", "NB_GID": "0"}, (), 0,
+                     FakeSystem(read_only=("/home",), missing=("/home/root",)),
+                     "NB_USER=root NB_UID=0 NB_GID=0 means a home folder /home/root, but /home is not writable for "
+                     "uid 0 (owner 0:0, mode 755): a writable root file system, or a volume on /home/root"),
+    "chown home read-only": ({"CHOWN_HOME": "yes"}, (), 0,
+                             FakeSystem(files={"/proc/self/mountinfo": "1 0 0:1 / / ro - o o rw\n"}),
+                             "CHOWN_HOME=yes, but /home/jovyan is on a read-only file system: drop CHOWN_HOME, or "
+                             "mount a volume there"),
+    "run dir read-only": ({}, (), 0, FakeSystem(files={"/proc/self/mountinfo": "1 0 0:1 / / ro - o o rw\n"},
+                                                 read_only=("/run/tf29-env", "/run")),
+                          "TFENV_RUN_DIR=/run/tf29-env is not a writable folder (read-only file system): mount a tmpfs "
+                          "on it (--tmpfs /run/tf29-env)"),
+    "run dir cannot be made": ({}, (), 0, FakeSystem(read_only=("/run",), missing=("/run/tf29-env",)),
+                               "TFENV_RUN_DIR=/run/tf29-env does not exist and cannot be made: /run is not writable "
+                               "for "
+                               "uid 0 (owner 0:0, mode 755); mount a tmpfs on /run/tf29-env itself (--tmpfs "
+                               "/run/tf29-env: it keeps the image's mode 1777)"),
+    "sudoers read-only": ({"GRANT_SUDO": "1"}, (), 0, FakeSystem(read_only=("/etc/sudoers.d",)),
+                          "GRANT_SUDO=1 means a rule in /etc/sudoers.d, but /etc/sudoers.d is not writable for uid 0 "
+                          "(owner 0:0, mode 755): a writable root file system"),
+    "sshd dir": ({"SSH_AUTHORIZED_KEYS": KEY}, (), 0, FakeSystem(read_only=("/run",), missing=("/run/tf29-env-sshd",)),
+                 "SSH needs /run/tf29-env-sshd and /run/sshd, but /run is not writable for uid 0 (owner 0:0, mode "
+                 "755): "
+                 "mount a tmpfs on /run (--tmpfs /run), or ENABLE_SSH=0"),
+    "lastlog": ({"SSH_AUTHORIZED_KEYS": KEY}, (), 0, FakeSystem(read_only=("/var/log",), missing=("/var/log/lastlog",)),
+                "sshd keeps its login records in /var/log/lastlog, but /var/log is not writable for uid 0 (owner 0:0, "
+                "mode 755): a writable root file system, or ENABLE_SSH=0"),
+    "no capabilities": ({}, (), 0, FakeSystem(capabilities=0),
+                        "missing capabilities: SETUID, SETGID (to run JupyterLab and the self-check as jovyan); KILL "
+                        "(to "
+                        "pass docker stop's signal on to jovyan's processes); CHOWN (to hand JupyterLab's runtime "
+                        "directory to jovyan); FOWNER (to set the mode of JupyterLab's runtime directory, once it is "
+                        "jovyan's); DAC_READ_SEARCH (for the healthcheck, run as root, to read JupyterLab's runtime "
+                        "file "
+                        "in jovyan's private runtime directory). Add them (--cap-add; README 'Security' lists the "
+                        "minimal set), or start without root (--user 1000:100, no SSH)"),
+    "no capabilities for a command": ({"NB_UID": "4321"}, ("id",), 0, FakeSystem(capabilities=0),
+                                      "missing capabilities: SETUID, SETGID (to run the command as jovyan); KILL (to "
+                                      "pass docker stop's signal on to jovyan's processes); CHOWN (for "
+                                      "NB_UID=4321/NB_GID=100: jovyan's files follow the new ids). Add them "
+                                      "(--cap-add; "
+                                      "README 'Security' lists the minimal set), or start without root (--user "
+                                      "4321:100, no SSH)"),
+    "sshd's capabilities": ({"SSH_AUTHORIZED_KEYS": KEY}, (), 0,
+                            FakeSystem(floor=1024, capabilities=((1 << 41) - 1) & ~(1 << 18 | 1 << 29 | 1 << 10)),
+                            "missing capabilities: SYS_CHROOT (for sshd's privilege separation); AUDIT_WRITE (for "
+                            "sshd's login records of terminal sessions); NET_BIND_SERVICE (for sshd to listen on "
+                            "SSH_PORT=22, below 1024 (net.ipv4.ip_unprivileged_port_start; or use SSH_PORT=2222)). Add "
+                            "them (--cap-add; README 'Security' lists the minimal set), or start without root (--user "
+                            "1000:100, no SSH)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSALS))
+def test_a_refusal_is_its_one_line(case: str) -> None:
+    env, args, euid, system, message = REFUSALS[case]
+    assert refusal(env, args, euid, system) == message
+
+
+@pytest.mark.parametrize(("name", "limit"), plan.SETTING_LIMITS)
+def test_a_runaway_value_is_refused_without_quoting_it(name: str, limit: int) -> None:
+    value = "/" + "a" * 69_999  # a path, so that only its length is wrong where a path is expected
+    assert refusal({name: value}) == f"{name} is 70000 characters long; at most {limit}: check what was passed"
+
+
+def test_the_first_bad_setting_is_the_one_named() -> None:
+    """The order of the checks decides which of two bad settings is reported; a length comes first."""
+    assert refusal({"NB_UID": "x", "JUPYTER_BASE_URL": "/" * 2000}).startswith("JUPYTER_BASE_URL is 2000 characters")
+    assert refusal({"NB_UID": "x", "ENABLE_SSH": "maybe"}).startswith("NB_UID='x'")
+
+
+def test_main_prints_the_refusal_as_one_line_and_exits_2(capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(plan, "System", FakeSystem)
+    for name, value in {**BASE, "NB_UID": "alice"}.items():
+        monkeypatch.setenv(name, value)
+    assert plan.main([]) == 2
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", "tf29-env: ERROR: NB_UID='alice' is not a numeric id (0-2147483647)\n")
+
+
+@pytest.mark.parametrize("gid", ["100", "500", "4321", "1000"])
+def test_the_gids_that_are_allowed(gid: str) -> None:
+    """users (100), a gid the image has no group for (500: a host's own scheme) and any from 1000 up."""
+    assert planned({"NB_GID": gid})[0]["cfg_triplet"] == "0"
+
+
+def test_the_default_plan() -> None:
+    variables, exports, warnings = planned({})
+    assert variables == {
+        "is_root": "1", "cfg_report_port": "0", "mounts": [], "cfg_mode": "services", "cfg_server_args": [],
+        "cfg_command": [],
+        "cfg_jupyter": "1", "cfg_ssh": "1", "cfg_no_auth": "0", "cfg_self_check": "warn", "SSH_PORT": "22",
+        "cfg_host_key_dir": "/etc/ssh/host-keys", "cfg_jupyter_app": "lab", "cfg_unset_names": [], "cfg_gen_cert": "0",
+        "cfg_unprivileged_ports": "0", "cfg_jupyter_port": "8888", "cfg_base_url": "/", "cfg_token": "f" * 48,
+        "cfg_password_hash": "",
+        "cfg_allowed_hosts": [], "cfg_token_generated": "1", "cfg_ssh_keys": "", "ssh_starts": "0",
+        "cfg_triplet": "0", "cfg_group": "", "cfg_umask": "", "cfg_grant_sudo": "0", "cfg_chown_home": "0",
+        "cfg_chown_home_opts": [], "cfg_chown_extra_opts": [], "cfg_chown_extra": [], "user_from": "jovyan",
+        "user_old_uid": "1000", "user_old_gid": "100", "user_rename": "0", "user_refit": "0", "user_new_group": "0",
+        "user_group_rename": "0", "user_join_users": "0"}
+    assert exports == {"TENSORBOARD_PROXY_URL": "/proxy/%PORT%/"}
+    assert warnings == []
+
+
+@pytest.mark.parametrize(("args", "env", "mode", "server_args", "command"), [
+    ((), {}, "services", [], []),
+    ((), {"JUPYTERHUB_API_TOKEN": "t" * 32, "JUPYTERHUB_SERVICE_URL": "http://x:8888/"}, "hub", [], []),
+    (("jupyterhub-singleuser", "--debug"), HUB, "hub", ["--debug"], []),
+    (("/usr/local/bin/start-singleuser.py",), HUB, "hub", [], []),
+    (("start-notebook.sh", "--x"), {}, "services", ["--x"], []),
+    (("start-notebook.py", "--x"), HUB, "hub", ["--x"], []),
+    (("start.sh", "id", "-u"), {}, "command", [], ["id", "-u"]),
+    (("bash", "-c", "true"), {}, "command", [], ["bash", "-c", "true"]),
+])
+def test_the_mode(args: tuple[str, ...], env: dict[str, str], mode: str, server_args: list[str],
+                  command: list[str]) -> None:
+    variables = planned(env, args)[0]
+    assert (variables["cfg_mode"], variables["cfg_server_args"], variables["cfg_command"]) == \
+        (mode, server_args, command)
+
+
+def test_notebook_args_come_before_the_commands_own() -> None:
+    variables = planned({"NOTEBOOK_ARGS": "--a='b c' --d"}, ("start-notebook.sh", "--e"))[0]
+    assert variables["cfg_server_args"] == ["--a=b c", "--d", "--e"]
+    assert planned({"NOTEBOOK_ARGS": "--a"}, ("start.sh", "ls"))[0]["cfg_command"] == ["ls"]
+
+
+def test_the_hub_plan() -> None:
+    variables, exports, _ = planned({**HUB, "JUPYTERHUB_SERVICE_URL": "https://[::]/user/ann/"})
+    assert (variables["cfg_jupyter_port"], variables["cfg_base_url"]) == ("443", "/user/ann/")
+    assert variables["cfg_token"] == ""
+    assert exports == {"TENSORBOARD_PROXY_URL": "/user/ann/proxy/%PORT%/"}
+    assert planned({**HUB, "JUPYTERHUB_SERVICE_URL": "http://x/"})[0]["cfg_jupyter_port"] == "80"
+
+
+def test_apptainer_hub_on_port_0_reports_its_port() -> None:
+    variables = planned({**HUB, "JUPYTERHUB_SERVICE_URL": "http://x:0/", "APPTAINER_CONTAINER": "/i.sif"}, euid=1000)[0]
+    assert (variables["cfg_jupyter_port"], variables["cfg_report_port"]) == ("0", "1")
+
+
+def test_auth_settings() -> None:
+    variables = planned({"JUPYTER_TOKEN_FILE": "/t", "JUPYTER_ALLOWED_HOSTS": "A.example,\nb.example  c"},
+                        system=FakeSystem(files={"/t": "x" * 20 + "\n\n"}))[0]
+    assert (variables["cfg_token"], variables["cfg_token_generated"]) == ("x" * 20, "0")
+    assert variables["cfg_allowed_hosts"] == ["a.example", "b.example", "c"]
+    variables = planned({"JUPYTER_INSECURE_NO_AUTH": "yes", "JUPYTER_ALLOWED_HOSTS": "localhost"})[0]
+    assert (variables["cfg_token"], variables["cfg_no_auth"]) == ("", "1")
+    password = "argon2:$argon2id$v=19$m=10240,t=10,p=8$abc$def"
+    assert planned({"JUPYTER_PASSWORD_HASH": password})[0]["cfg_token"] == ""
+    assert planned({"TENSORBOARD_PROXY_URL": "/tb/"})[1] == {}
+
+
+def test_ssh_starts_only_as_root_with_a_key() -> None:
+    assert planned({"SSH_AUTHORIZED_KEYS": KEY})[0]["ssh_starts"] == "1"
+    assert planned({"SSH_AUTHORIZED_KEYS": KEY}, euid=1000)[0]["ssh_starts"] == "0"
+    assert planned({"SSH_AUTHORIZED_KEYS": KEY, "ENABLE_SSH": "off"})[0]["ssh_starts"] == "0"
+    keys = planned({"SSH_AUTHORIZED_KEYS_FILE": "/k"}, system=FakeSystem(files={"/k": KEY + "\n"}))[0]
+    assert keys["cfg_ssh_keys"] == KEY
+
+
+def test_the_root_triplet() -> None:
+    variables = planned({"NB_USER": "root", "NB_UID": "0", "NB_GID": "00", "SSH_AUTHORIZED_KEYS": KEY},
+                        ("start-notebook.sh", "--x"))[0]
+    assert (variables["cfg_triplet"], variables["cfg_ssh"], variables["ssh_starts"]) == ("1", "0", "0")
+    assert variables["cfg_server_args"] == ["--ServerApp.allow_root=True", "--x"]
+    own = planned({"NB_USER": "root", "NB_UID": "0", "NB_GID": "0"}, ("start-notebook.sh", "--allow-root"))[0]
+    assert own["cfg_server_args"] == ["--allow-root"]
+
+
+def test_docker_stacks_user_settings() -> None:
+    variables, _, warnings = planned(
+        {"NB_GROUP": "team", "NB_GID": "4321", "NB_UMASK": "002", "GRANT_SUDO": "yes", "CHOWN_HOME": "1",
+         "CHOWN_HOME_OPTS": "-R -h"})
+    assert (variables["cfg_group"], variables["cfg_umask"], variables["cfg_grant_sudo"]) == ("team", "002", "1")
+    assert (variables["cfg_chown_home"], variables["cfg_chown_home_opts"]) == ("1", ["-R", "-h"])
+    assert warnings == []
+
+
+def test_settings_that_need_root_are_named_as_ignored() -> None:
+    warnings = planned({"GRANT_SUDO": "yes", "CHOWN_HOME": "on", "CHOWN_EXTRA_OPTS": "-R"}, euid=1234)[2]
+    assert warnings == [
+        "GRANT_SUDO=yes is ignored: it needs a container started as root, and this one runs as uid 1234",
+        "CHOWN_HOME=on is ignored: it needs a container started as root, and this one runs as uid 1234",
+        "CHOWN_EXTRA_OPTS is set but CHOWN_EXTRA is not: nothing is chowned"]
+    assert planned({"CHOWN_HOME_OPTS": "-R"})[2] == [
+        "CHOWN_HOME_OPTS is set but CHOWN_HOME is not: nothing is chowned (set CHOWN_HOME=yes)"]
+
+
+def test_a_renamed_dev_user_keeps_its_new_name() -> None:
+    """A restarted container whose jovyan an earlier start renamed: the name is its own, not another user's."""
+    class Renamed(FakeSystem):
+        def user_uid(self, name: str) -> int | None:
+            return {"daemon": 1, "ann": 1000}.get(name)
+
+    system = Renamed(files={plan.RENAMED_USER_FILE: "ann\n"})
+    assert planned({"NB_USER": "ann"}, system=system)[0]["cfg_triplet"] == "0"
+
+
+def test_the_plan_reads_back_in_bash_as_the_same_values() -> None:
+    """What eval makes of render's text: every value exactly, quotes, newlines and $ included."""
+    variables: dict[str, plan.Value] = {"one": "a 'b' \"c\" $d `e`\nf", "empty": "", "list": ["x y", "", "$(z)", "'"]}
+    script = plan.render(variables, {"EXPORTED": "/p/%PORT%/"}) + \
+        'printf "%s\\0" "$one" "$empty" "${#list[@]}" "${list[@]}"; printenv EXPORTED'
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.split("\0") == ["a 'b' \"c\" $d `e`\nf", "", "4", "x y", "", "$(z)", "'", "/p/%PORT%/\n"]
+
+
+def test_the_mount_table_is_read_once_for_the_entrypoint() -> None:
+    """Points unescaped (\\040 is a space), with their options, in mountinfo's order: the later is on top."""
+    variables = planned({}, system=FakeSystem(files={"/proc/self/mountinfo": MOUNTINFO}))[0]
+    assert variables["mounts"] == ["/", "ro,relatime", "/proc", "rw,nosuid", "/tmp", "rw,nosuid",
+                                   "/home/jovyan/my work", "rw,relatime", "/home/jovyan/my work", "ro,relatime"]
+
+
+@pytest.mark.parametrize(("path", "read_only"), [("/etc/passwd", True), ("/tmp/x", False), ("/tmp", False),
+                                                 ("/tmpx", True), ("/home/jovyan/my work/a", True), ("/", True)])
+def test_on_a_read_only_file_system(path: str, read_only: bool) -> None:
+    """The mount on top whose point is the longest prefix decides, in the planner and in the
+    entrypoint's on_read_only_fs (00-common.sh) that reads the planner's table."""
+    planner = plan.Planner(BASE, (), 0, FakeSystem(files={"/proc/self/mountinfo": MOUNTINFO}))
+    planner.read_mounts()
+    assert planner.read_only(path) is read_only
+    function = re.search(r"^on_read_only_fs\(\) \{\n.*?^\}\n", COMMON, re.MULTILINE | re.DOTALL)
+    assert function, "00-common.sh has no on_read_only_fs"
+    script = plan.render({"mounts": planner.plan["mounts"]}, {}) + function[0] + f"on_read_only_fs {shlex.quote(path)}"
+    assert subprocess.run(["bash", "-c", script], check=False).returncode == (0 if read_only else 1)
+
+
+def test_read_access_needs_no_dac_read_search_with_dac_override() -> None:
+    """DAC_OVERRIDE allows all that DAC_READ_SEARCH does."""
+    assert planned({}, system=FakeSystem(capabilities=((1 << 41) - 1) & ~(1 << 2)))[0]["cfg_mode"] == "services"
+
+
+def test_the_user_plan_as_root() -> None:
+    """What fit_user will change: nothing as built; a rename, new ids, a new group."""
+    variables = planned({})[0]
+    assert [variables[name] for name in ("user_from", "user_rename", "user_refit", "user_new_group",
+                                         "user_group_rename", "user_join_users")] == ["jovyan", "0", "0", "0", "0", "0"]
+    variables = planned({"NB_USER": "ann", "NB_UID": "4321", "NB_GID": "4321"})[0]
+    assert [variables[name] for name in ("user_from", "user_old_uid", "user_old_gid", "user_rename", "user_refit",
+                                         "user_new_group", "user_join_users")] == \
+        ["jovyan", "1000", "100", "1", "1", "1", "1"]
+    assert planned({"NB_UID": "4321"}, euid=4321)[0]["user_refit"] == "0"  # without root nothing is planned
+
+
+def test_chown_extra_on_a_read_only_mount(tmp_path: Path) -> None:
+    mountinfo = f"1 0 0:1 / / rw - o o rw\n2 1 0:2 / {tmp_path} ro - o o rw\n"
+    assert refusal({"CHOWN_EXTRA": str(tmp_path)}, system=FakeSystem(files={"/proc/self/mountinfo": mountinfo})) == \
+        f"CHOWN_EXTRA: {tmp_path} is on a read-only file system (a :ro mount?): drop it from CHOWN_EXTRA"
