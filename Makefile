@@ -62,7 +62,7 @@ stop: ## stop and remove the tf29-env container (volumes stay)
 test: $(VENV)/.done ## run the whole test suite (builds the image on the stand-in base first)
 	$(PY) build.py test
 
-lint: $(VENV)/.done ## ruff, mypy, shellcheck, hadolint (the list is tests/unit/test_lint.py)
+lint: $(VENV)/.done ## ruff, mypy (host and image/), shellcheck, hadolint (the list is tests/unit/test_lint.py)
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit/test_lint.py
 
 bench: $(VENV)/.done ## measure size, build, start-up and self-check times; BENCH_ARGS=--side-by-side adds TF's own recipe (bench/README.md)
