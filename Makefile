@@ -40,11 +40,12 @@ base: $(VENV)/.done ## bootstrap the stand-in base images (no registry needed)
 build: $(VENV)/.done ## build the image (BASE=standin|IMAGE, VARIANT=gpu|cpu)
 	$(PY) build.py build --variant $(VARIANT) --base $(BASE) $(CA_ARGS) --tag $(IMAGE)
 
-# The GPU arguments come first: a bad GPUS is one line, and the running container stays.
+# The GPU arguments come first: a bad GPUS is one line, and the running container stays. /dev/shm, the
+# stack ulimit and the log rotation are the team's (docker-compose.yml's x-member, compose/limits.py).
 run: build ## build, then start the environment as container tf29-env (Jupyter on 8888, SSH on 2222; GPUS=0,1 picks GPUs)
-	gpu_args=$$(python3 compose/gpus.py docker-args) && \
+	gpu_args=$$(python3 compose/gpus.py docker-args) && limit_args=$$($(PY) compose/limits.py docker-args) && \
 	{ docker rm -f tf29-env >/dev/null 2>&1 || true; } && \
-	docker run -d --name tf29-env --restart unless-stopped $$gpu_args --shm-size 1g \
+	docker run -d --name tf29-env --restart unless-stopped $$gpu_args $$limit_args \
 	  -p $(HOST_ADDRESS):$(JUPYTER_HOST_PORT):8888 -p $(HOST_ADDRESS):$(SSH_HOST_PORT):22 \
 	  $(if $(SSH_PUBLIC_KEY),-e SSH_AUTHORIZED_KEYS="$$(cat $(SSH_PUBLIC_KEY))") \
 	  -v tf29-env-work:/home/jovyan/work -v tf29-env-hostkeys:/etc/ssh/host-keys -v tf29-env-nv:/home/jovyan/.nv \
@@ -62,7 +63,7 @@ stop: ## stop and remove the tf29-env container (volumes stay)
 test: $(VENV)/.done ## run the whole test suite (builds the image on the stand-in base first)
 	$(PY) build.py test
 
-lint: $(VENV)/.done ## ruff, mypy, shellcheck, hadolint (the list is tests/unit/test_lint.py)
+lint: $(VENV)/.done ## ruff, mypy (host and image/), shellcheck, hadolint (the list is tests/unit/test_lint.py)
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit/test_lint.py
 
 bench: $(VENV)/.done ## measure size, build, start-up and self-check times; BENCH_ARGS=--side-by-side adds TF's own recipe (bench/README.md)

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
 import gpus
+import limits
 from docker.errors import NotFound
 from dockerspawner import DockerSpawner
 from tornado import web
@@ -27,7 +28,8 @@ KEYS_IN_CONTAINER = "/run/secrets/authorized_keys"
 SSH_CONTAINER_PORT = 22
 # compose's start hook that gives fresh named volumes (~/work, ~/.nv, ~/.local) to the dev user.
 START_HOOKS = REPO / "compose" / "start.d"
-STACK_BYTES = 67108864  # as docker-compose.yml's ulimits
+# The stack ulimit and log rotation of compose's members (docker-compose.yml's x-member).
+LIMITS = limits.load()
 # Containers that hold their GPUs: all but the exited, dead and never started ones.
 HOLDING_STATES = ["running", "paused", "restarting"]
 GPUS_LABEL = "io.tf29-env.hub.gpus"
@@ -128,8 +130,8 @@ class TeamSpawner(DockerSpawner):  # type: ignore[misc]
         host_config: dict[str, Any] = {
             "shm_size": self.team.shm_size,
             "ulimits": [{"Name": "memlock", "Soft": self.team.memlock, "Hard": self.team.memlock},
-                        {"Name": "stack", "Soft": STACK_BYTES, "Hard": STACK_BYTES}],
-            "log_config": {"type": "json-file", "config": {"max-size": "10m", "max-file": "3"}},
+                        {"Name": "stack", "Soft": LIMITS.stack_bytes, "Hard": LIMITS.stack_bytes}],
+            "log_config": {"type": LIMITS.log_driver, "config": LIMITS.log_options},
         }
         if not profile.count:
             # The image's ENV says all; void hides every GPU even where the engine's default runtime is nvidia.

@@ -18,16 +18,19 @@ then renamed over the old one: the file is always the old or the new version, th
 real one ("No space left on device"), and the partial temporary file goes.
 """
 
+from __future__ import annotations
+
 import logging
 import os
 import re
 import stat
 import tempfile
 from contextlib import contextmanager, suppress
+from typing import IO, Any, Iterator
 
 from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
 
-c = get_config()  # noqa: F821 - provided by traitlets when it loads this file
+c: Any = get_config()  # type: ignore[name-defined]  # noqa: F821 - provided by traitlets when it loads this file
 
 token = os.environ.pop("JUPYTER_TOKEN", None)
 if token:
@@ -40,7 +43,7 @@ class _QuietHealthchecks(logging.Filter):
     where Jupyter Server logs them at DEBUG: the healthcheck's GET of {base_url}api every 5 s would
     fill `docker logs` with one line each. Its successes on loopback are dropped; failures stay."""
 
-    def filter(self, record):
+    def filter(self, record: logging.LogRecord) -> bool:
         return not _HEALTHCHECK_LINE.match(record.getMessage())
 
 
@@ -55,7 +58,7 @@ class _QuietDualStack(logging.Filter):
     nothing. So that the IPv6 case starts as quietly as the IPv4 one, that warning goes; auth is on
     regardless, and the warning about no authentication stays."""
 
-    def filter(self, record):
+    def filter(self, record: logging.LogRecord) -> bool:
         return not record.getMessage().startswith(_ALL_ADDRESSES_NO_TLS)
 
 
@@ -63,7 +66,7 @@ _ALL_ADDRESSES_NO_TLS = "WARNING: The Jupyter server is listening on all IP addr
 logging.getLogger("ServerApp").addFilter(_QuietDualStack())
 
 
-def _umask():
+def _umask() -> int:
     """The process's umask, read without changing it (os.umask would, for every thread)."""
     try:
         with open("/proc/self/status", encoding="ascii") as status:
@@ -75,7 +78,7 @@ def _umask():
     return 0o022
 
 
-def _replaceable(path):
+def _replaceable(path: str) -> bool:
     """Whether a new version may replace PATH by a rename: a new file, or a plain file of this
     user's with one link. A rename gives the file a new inode of this user's, so another user's
     file (writable through its group) or a hard-linked one is written in place, as Jupyter does."""
@@ -87,7 +90,8 @@ def _replaceable(path):
 
 
 @contextmanager
-def replace_writing(path, text=True, encoding="utf-8", log=None, **kwargs):
+def replace_writing(path: str, text: bool = True, encoding: str = "utf-8", log: Any = None,
+                    **kwargs: Any) -> Iterator[IO[Any]]:
     """Write PATH's new content to a temporary file beside it, then rename that over PATH.
 
     The temporary name starts with ".~" like Jupyter's own backups (hidden, and ignored by
@@ -101,6 +105,7 @@ def replace_writing(path, text=True, encoding="utf-8", log=None, **kwargs):
         mode = 0o666 & ~_umask()
     # The name cut short: 60 characters (up to 240 bytes) leave room for the rest within 255 bytes.
     fd, temporary = tempfile.mkstemp(prefix=f".~{name[:60]}.", suffix=".tmp", dir=folder)
+    fileobj: IO[Any]
     try:
         os.fchmod(fd, mode)  # mkstemp makes 0600; keep the old file's mode, or a new file's
         if text:
@@ -122,12 +127,12 @@ def replace_writing(path, text=True, encoding="utf-8", log=None, **kwargs):
         raise
 
 
-class ReplacingFileManager(AsyncLargeFileManager):
+class ReplacingFileManager(AsyncLargeFileManager):  # type: ignore[misc]  # Any to mypy: the image's package
     """Jupyter Server 2's default contents manager, saving through replace_writing. Chunked
     uploads of large files still append in place after their first chunk, as upstream does."""
 
     @contextmanager
-    def atomic_writing(self, os_path, *args, **kwargs):
+    def atomic_writing(self, os_path: str, *args: Any, **kwargs: Any) -> Iterator[Any]:
         if not self.use_atomic_writing or not _replaceable(os.path.realpath(os_path)):
             with super().atomic_writing(os_path, *args, **kwargs) as fileobj:
                 yield fileobj

@@ -12,7 +12,7 @@ import json
 import os
 import sys
 import time
-from typing import List, NoReturn, Optional
+from typing import NoReturn
 
 from selfcheck import __version__, report, runner
 from selfcheck.checks import BY_NUMBER, LAYERS
@@ -37,7 +37,7 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"selfcheck: {message} (see selfcheck --help)\n")
 
 
-def parse(argv: Optional[List[str]]) -> argparse.Namespace:
+def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = Parser(prog="selfcheck", description="GPU / FP16 self-check of the tf29-env image, in six layers.")
     parser.add_argument("--mode", choices=MODES, help="warn (default; exit 0) or strict (exit 1 on FAIL or no GPU); "
                         "default: SELF_CHECK from the environment")
@@ -82,7 +82,7 @@ def start_mode(parser: Parser) -> str:
     return value
 
 
-def report_path(args: argparse.Namespace) -> Optional[str]:
+def report_path(args: argparse.Namespace) -> str | None:
     """--output, else REPORT_NAME in TFENV_RUN_DIR, which the image's ENV sets (its one home: no
     default here); None when neither is given."""
     if args.output:
@@ -91,7 +91,7 @@ def report_path(args: argparse.Namespace) -> Optional[str]:
     return os.path.join(run_dir, REPORT_NAME) if run_dir else None
 
 
-def gpu_visible(layers: List[LayerResult]) -> bool:
+def gpu_visible(layers: list[LayerResult]) -> bool:
     """TensorFlow's view when layer 3 ran; otherwise the driver's."""
     for layer in layers:
         for check in layer.checks:
@@ -100,14 +100,14 @@ def gpu_visible(layers: List[LayerResult]) -> bool:
     return any(c.id == "driver.cuinit" and c.data.get("devices") for layer in layers for c in layer.checks)
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     started = datetime.datetime.now(datetime.timezone.utc)
     clock = time.monotonic()
     if not args.json:
         print(f"{report.PREFIX} tf29-env GPU / FP16 self-check {__version__}, mode {args.mode}, layers "
               f"{','.join(map(str, args.layer_numbers))}", flush=True)
-    results: List[LayerResult] = []
+    results: list[LayerResult] = []
     selected = [info for info in LAYERS if info.layer in args.layer_numbers]
     for result in runner.run_all(selected, args.time_limit, timeout_scale=args.timeout_scale):
         results.append(result)

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import ctypes
 import os
-from typing import Optional, Tuple
 
 
-def load(soname: str) -> Tuple[Optional[ctypes.CDLL], str]:
+def load(soname: str) -> tuple[ctypes.CDLL | None, str]:
     """(library, its file) or (None, the loader's error)."""
     try:
         lib = ctypes.CDLL(soname)
@@ -18,7 +17,7 @@ def load(soname: str) -> Tuple[Optional[ctypes.CDLL], str]:
     return lib, loaded_path(soname) or soname
 
 
-def loaded_path(soname: str) -> Optional[str]:
+def loaded_path(soname: str) -> str | None:
     """The file a loaded soname maps to, from /proc/self/maps (the soname may be a symlink)."""
     try:
         with open("/proc/self/maps") as maps:
@@ -31,7 +30,7 @@ def loaded_path(soname: str) -> Optional[str]:
     return None
 
 
-def int_out(lib: ctypes.CDLL, func: str, *args: int) -> Tuple[int, int]:
+def int_out(lib: ctypes.CDLL, func: str, *args: int) -> tuple[int, int]:
     """Call `status func(args..., int *out)`; (status, out)."""
     value = ctypes.c_int(0)
     status = getattr(lib, func)(*[ctypes.c_int(a) for a in args], ctypes.byref(value))
@@ -54,7 +53,7 @@ def driver_error_name(lib: ctypes.CDLL, status: int) -> str:
     return f"CUresult {status}"
 
 
-def version_text(value: int, digits: Tuple[int, ...]) -> str:
+def version_text(value: int, digits: tuple[int, ...]) -> str:
     """Split an encoded version: 8906 with (1000, 100, 1) -> '8.9.6'; 11080 with (1000, 10) -> '11.8'."""
     parts = []
     for divisor, modulo in zip(digits, (None, *digits[:-1])):

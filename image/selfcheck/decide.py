@@ -5,7 +5,7 @@ plus the parsers for nvidia-smi and /proc/driver/nvidia/version that feed them."
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Sequence, Tuple
 
 from selfcheck.model import FAIL, PASS, WARN, Check
 
@@ -17,7 +17,7 @@ TF_CUDA = (11, 2)
 # Linux x86_64 driver that each CUDA 11 runtime needs natively (CUDA release notes, "CUDA Toolkit
 # and Corresponding Driver Versions"). The first update of a minor release is listed: later
 # updates raise the minimum a little (11.2.1/11.2.2: 460.32.03), see NATIVE_UPDATE below.
-NATIVE_DRIVER: Dict[Tuple[int, int], Version] = {
+NATIVE_DRIVER: dict[tuple[int, int], Version] = {
     (11, 0): (450, 36, 6),
     (11, 1): (455, 23),
     (11, 2): (460, 27, 3),
@@ -28,7 +28,7 @@ NATIVE_DRIVER: Dict[Tuple[int, int], Version] = {
     (11, 7): (515, 43, 4),
     (11, 8): (520, 61, 5),
 }
-NATIVE_UPDATE: Dict[Tuple[int, int, int], Version] = {
+NATIVE_UPDATE: dict[tuple[int, int, int], Version] = {
     (11, 2, 1): (460, 32, 3),
     (11, 2, 2): (460, 32, 3),
 }
@@ -52,7 +52,7 @@ def show(version: Sequence[int]) -> str:
     return ".".join([str(version[0])] + [f"{v:02d}" for v in version[1:]])
 
 
-def cuda_int(value: int) -> Tuple[int, int]:
+def cuda_int(value: int) -> tuple[int, int]:
     """cudaRuntimeGetVersion / cuDriverGetVersion style 11020 -> (11, 2)."""
     return value // 1000, (value % 1000) // 10
 
@@ -96,13 +96,13 @@ def driver_verdict(driver: str, runtime: Sequence[int] = (11, 2, 2)) -> Check:
 _PROC_RE = re.compile(r"NVRM version:.*?\s(\d+\.\d+(?:\.\d+)?)\s")
 
 
-def parse_proc_version(text: str) -> Optional[str]:
+def parse_proc_version(text: str) -> str | None:
     """The driver version from /proc/driver/nvidia/version (proprietary and open kernel modules)."""
     match = _PROC_RE.search(text + " ")
     return match.group(1) if match else None
 
 
-def parse_smi_query(text: str) -> Dict[str, object]:
+def parse_smi_query(text: str) -> dict[str, object]:
     """`nvidia-smi -q` (or -a): driver version, CUDA version and the product name of each GPU."""
     driver = re.search(r"^Driver Version\s*:\s*(\S+)", text, re.M)
     cuda = re.search(r"^CUDA Version\s*:\s*(\S+)", text, re.M)
@@ -113,10 +113,10 @@ def parse_smi_query(text: str) -> Dict[str, object]:
 
 # ---- compute capability -----------------------------------------------------------------------
 
-def parse_arch_list(archs: Sequence[str]) -> Tuple[List[Tuple[int, int]], List[Tuple[int, int]]]:
+def parse_arch_list(archs: Sequence[str]) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """['sm_35', ..., 'compute_80'] -> (SASS targets, PTX targets) as (major, minor)."""
-    sass: List[Tuple[int, int]] = []
-    ptx: List[Tuple[int, int]] = []
+    sass: list[tuple[int, int]] = []
+    ptx: list[tuple[int, int]] = []
     for arch in archs:
         match = re.fullmatch(r"(sm|compute)_(\d+)(\d)", arch.strip())
         if match:
@@ -124,17 +124,17 @@ def parse_arch_list(archs: Sequence[str]) -> Tuple[List[Tuple[int, int]], List[T
     return sass, ptx
 
 
-def has_sass_for(cc: Tuple[int, int], sass: Sequence[Tuple[int, int]]) -> bool:
+def has_sass_for(cc: tuple[int, int], sass: Sequence[tuple[int, int]]) -> bool:
     """SASS for sm_XY runs on devices of the same major version and minor >= Y."""
     return any(major == cc[0] and minor <= cc[1] for major, minor in sass)
 
 
-def gpu_verdicts(name: str, cc: Tuple[int, int], archs: Sequence[str]) -> List[Check]:
+def gpu_verdicts(name: str, cc: tuple[int, int], archs: Sequence[str]) -> list[Check]:
     """Per GPU: Tensor Cores / mixed precision advice, and whether TF must JIT its kernels."""
     sass, ptx = parse_arch_list(archs)
     ccs = f"{cc[0]}.{cc[1]}"
     data = {"gpu": name, "compute_capability": ccs}
-    checks: List[Check] = []
+    checks: list[Check] = []
     if cc >= (7, 0):
         checks.append(Check("perf.tensor_cores", PASS,
                             f"{name} (compute capability {ccs}) has Tensor Cores: use the mixed_float16 policy "
@@ -171,18 +171,19 @@ def gpu_verdicts(name: str, cc: Tuple[int, int], archs: Sequence[str]) -> List[C
 
 MIB = 1024 * 1024
 DOCKER_DEFAULT_SHM = 64 * MIB
+SHM = "/dev/shm"  # noqa: S108 - the shared-memory mount, not a temporary file
 
 
 def shm_verdict(size_bytes: int) -> Check:
-    """/dev/shm: Docker's 64 MiB default is too small for tf.data / Keras multiprocessing workers."""
+    """The shared-memory mount: Docker's 64 MiB default is too small for tf.data / Keras multiprocessing workers."""
     data = {"bytes": size_bytes}
     mib = size_bytes / MIB
     if size_bytes <= DOCKER_DEFAULT_SHM:
         return Check("env.shm", WARN,
-                     f"/dev/shm is {mib:.0f} MiB (Docker's default is 64 MiB): too small for multiprocessing "
+                     f"{SHM} is {mib:.0f} MiB (Docker's default is 64 MiB): too small for multiprocessing "
                      "data loaders and NCCL, which fail with bus errors or 'No space left on device'",
                      "start the container with --shm-size=1g (or more), or --ipc=host", data)
-    return Check("env.shm", PASS, f"/dev/shm is {mib:.0f} MiB", None, data)
+    return Check("env.shm", PASS, f"{SHM} is {mib:.0f} MiB", None, data)
 
 
 def memlock_verdict(soft: int, gpu: bool) -> Check:
@@ -208,7 +209,7 @@ def stack_verdict(soft: int) -> Check:
     return Check("env.stack", PASS, f"stack ulimit is {shown}", None, data)
 
 
-def allow_growth_verdict(value: Optional[str]) -> Check:
+def allow_growth_verdict(value: str | None) -> Check:
     """TF reads TF_FORCE_GPU_ALLOW_GROWTH itself and accepts exactly 'true' or 'false'."""
     data = {"value": value}
     fix = "set TF_FORCE_GPU_ALLOW_GROWTH=true (the image's default) so several notebooks can share a GPU"
@@ -231,7 +232,7 @@ def tflops(n: int, seconds: float) -> float:
     return 2.0 * n ** 3 / seconds / 1e12
 
 
-def speed_verdict(name: str, cc: Tuple[int, int], fp32: float, fp16: float, tf32: Optional[float] = None) -> Check:
+def speed_verdict(name: str, cc: tuple[int, int], fp32: float, fp16: float, tf32: float | None = None) -> Check:
     """FP16 vs strict-FP32 matmul TFLOP/s (and TF32, on compute capability 8.x+) -> advice."""
     speedup = fp16 / fp32 if fp32 > 0 else 0.0
     data = {"gpu": name, "fp32_tflops": round(fp32, 2), "fp16_tflops": round(fp16, 2), "speedup": round(speedup, 2),

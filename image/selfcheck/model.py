@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any
 
-PASS = "PASS"
+PASS = "PASS"  # noqa: S105 - a status, not a password
 WARN = "WARN"
 FAIL = "FAIL"
 SKIP = "SKIP"
@@ -21,14 +21,14 @@ class Check:
     id: str
     status: str
     what: str
-    fix: Optional[str] = None
-    data: Dict[str, Any] = field(default_factory=dict)
+    fix: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "status": self.status, "what": self.what, "fix": self.fix, "data": self.data}
 
     @classmethod
-    def from_json(cls, raw: Dict[str, Any]) -> Check:
+    def from_json(cls, raw: dict[str, Any]) -> Check:
         return cls(str(raw["id"]), str(raw["status"]), str(raw["what"]), raw.get("fix"), dict(raw.get("data") or {}))
 
 
@@ -37,7 +37,7 @@ class LayerResult:
     layer: int
     name: str
     title: str
-    checks: List[Check]
+    checks: list[Check]
     seconds: float = 0.0
     timed_out: bool = False
 
@@ -45,7 +45,7 @@ class LayerResult:
     def status(self) -> str:
         return worst(c.status for c in self.checks)
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "layer": self.layer,
             "name": self.name,

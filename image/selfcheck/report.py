@@ -10,7 +10,7 @@ import os
 import platform
 import socket
 import tempfile
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from selfcheck import SCHEMA_ID, __version__
 from selfcheck.model import STATUSES, LayerResult
@@ -18,7 +18,7 @@ from selfcheck.model import STATUSES, LayerResult
 PREFIX = "selfcheck:"
 
 
-def banner_lines(result: LayerResult) -> List[str]:
+def banner_lines(result: LayerResult) -> list[str]:
     lines = []
     for check in result.checks:
         line = f"{PREFIX} [{result.layer} {result.name}] {check.status} {check.id}: {check.what}"
@@ -28,7 +28,7 @@ def banner_lines(result: LayerResult) -> List[str]:
     return lines
 
 
-def counts(layers: List[LayerResult]) -> Dict[str, int]:
+def counts(layers: list[LayerResult]) -> dict[str, int]:
     totals = {status.lower(): 0 for status in STATUSES}
     for layer in layers:
         for check in layer.checks:
@@ -36,8 +36,8 @@ def counts(layers: List[LayerResult]) -> Dict[str, int]:
     return totals
 
 
-def build(layers: List[LayerResult], mode: str, started: datetime.datetime, seconds: float, time_limit: float,
-          gpu_visible: bool, exit_code: int) -> Dict[str, Any]:
+def build(layers: list[LayerResult], mode: str, started: datetime.datetime, seconds: float, time_limit: float,
+          gpu_visible: bool, exit_code: int) -> dict[str, Any]:
     return {
         "schema": SCHEMA_ID,
         "tool_version": __version__,
@@ -66,7 +66,7 @@ def hand_to_dev_user(path: str) -> None:
         os.chown(path, uid, gid)
 
 
-def write(report: Dict[str, Any], path: str) -> Optional[str]:
+def write(report: dict[str, Any], path: str) -> str | None:
     """Write atomically (readers never see half a file); the error in one line, or None."""
     directory = os.path.dirname(path) or "."
     scratch = ""

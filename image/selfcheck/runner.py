@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Callable, Dict, Iterator, List, Optional
+from typing import Callable, Iterator, List
 
 from selfcheck.checks import LayerInfo
 from selfcheck.model import FAIL, SKIP, Check, LayerResult
@@ -23,12 +23,12 @@ LOG_TAIL = 4000  # characters of a child's stderr kept for a layer that went wro
 Command = Callable[[List[int]], List[str]]
 
 
-def worker_command(layers: List[int]) -> List[str]:
+def worker_command(layers: list[int]) -> list[str]:
     return [sys.executable, "-m", "selfcheck.worker"] + [str(n) for n in layers]
 
 
-def groups(layers: List[LayerInfo]) -> List[List[LayerInfo]]:
-    out: List[List[LayerInfo]] = []
+def groups(layers: list[LayerInfo]) -> list[list[LayerInfo]]:
+    out: list[list[LayerInfo]] = []
     for info in layers:
         if out and out[-1][0].needs_tf == info.needs_tf:
             out[-1].append(info)
@@ -37,12 +37,12 @@ def groups(layers: List[LayerInfo]) -> List[List[LayerInfo]]:
     return out
 
 
-def run_all(layers: List[LayerInfo], time_limit: float, command: Command = worker_command,
-            env: Optional[Dict[str, str]] = None, timeout_scale: float = 1.0) -> Iterator[LayerResult]:
+def run_all(layers: list[LayerInfo], time_limit: float, command: Command = worker_command,
+            env: dict[str, str] | None = None, timeout_scale: float = 1.0) -> Iterator[LayerResult]:
     """Yield each layer's result as soon as it is known, in order, within time_limit seconds in all;
     each layer's own timeout is multiplied by timeout_scale (a raised --time-limit raises them too)."""
     if timeout_scale != 1.0:
-        layers = [LayerInfo(i.layer, i.name, i.title, i.needs_tf, i.timeout * timeout_scale) for i in layers]
+        layers = [LayerInfo(i.layer, i.name, i.title, i.needs_tf, i.timeout * timeout_scale, i.module) for i in layers]
     deadline = time.monotonic() + time_limit
     for group in groups(layers):
         pending = list(group)
@@ -57,8 +57,8 @@ def run_all(layers: List[LayerInfo], time_limit: float, command: Command = worke
                 yield from run_child(pending, deadline, command, env)
 
 
-def run_child(pending: List[LayerInfo], deadline: float, command: Command,  # noqa: PLR0912 - one event loop
-              env: Optional[Dict[str, str]]) -> Iterator[LayerResult]:
+def run_child(pending: list[LayerInfo], deadline: float, command: Command,  # noqa: PLR0912 - one event loop
+              env: dict[str, str] | None) -> Iterator[LayerResult]:
     """One child for the pending layers; removes from `pending` each layer it reports on."""
     child = subprocess.Popen(command([i.layer for i in pending]), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              stdin=subprocess.DEVNULL, start_new_session=True, env=env)

@@ -9,18 +9,18 @@ import os
 import sys
 import time
 import traceback
-from typing import IO, Any, Dict, List
+from typing import IO, Any
 
 from selfcheck.checks import module
 from selfcheck.model import FAIL, Check
 
 
-def emit(pipe: IO[str], event: Dict[str, Any]) -> None:
+def emit(pipe: IO[str], event: dict[str, Any]) -> None:
     pipe.write(json.dumps(event) + "\n")
     pipe.flush()
 
 
-def run_layer(number: int) -> List[Check]:
+def run_layer(number: int) -> list[Check]:
     try:
         return list(module(number).run())
     except Exception as exc:  # noqa: BLE001 - a layer that crashes is a finding, not the end of the self-check
@@ -29,7 +29,7 @@ def run_layer(number: int) -> List[Check]:
                       "report this with `selfcheck --json` output attached", {"traceback": traceback.format_exc()})]
 
 
-def main(argv: List[str]) -> int:
+def main(argv: list[str]) -> int:
     # Keep the real stdout for the protocol; point fd 1 at stderr so that a stray print (or a C
     # library writing to fd 1) cannot corrupt it.
     pipe = os.fdopen(os.dup(1), "w")

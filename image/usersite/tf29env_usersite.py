@@ -33,11 +33,12 @@ Python, for every user, root included; so it does little, and only this:
 
 from __future__ import annotations
 
+import contextlib  # typing's own import: no cost at start
 import os
 import re
 import site
 import sys
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple  # typing: imported at start already
+from typing import Any, Callable, Optional, Sequence, Tuple  # typing: imported at start already
 
 _DOCS = "docs/packages.md"
 _OWN_ENV = "python -m venv ~/envs/NAME"
@@ -45,7 +46,7 @@ _PIP_SCRIPT = re.compile(r"^pip(3(\.\d+)?)?$")
 # One of pip's causes of a failed resolution: (name, what was asked for, who asked (None: the
 # user), whether the pinned version would do).
 Cause = Tuple[str, str, Optional[str], bool]
-_state: Dict[str, bool] = {"site_added": False, "pip_guarded": False}
+_state: dict[str, bool] = {"site_added": False, "pip_guarded": False}
 
 
 def activate() -> None:
@@ -83,7 +84,7 @@ def _trusted(folder: str) -> bool:
         return False
 
 
-def _cmdline() -> List[str]:
+def _cmdline() -> list[str]:
     try:
         with open("/proc/self/cmdline", "rb") as handle:
             return [part.decode("utf-8", "surrogateescape") for part in handle.read().split(b"\0") if part]
@@ -91,7 +92,7 @@ def _cmdline() -> List[str]:
         return []
 
 
-def pip_arguments(argv: Sequence[str], cmdline: Callable[[], List[str]]) -> Optional[List[str]]:
+def pip_arguments(argv: Sequence[str], cmdline: Callable[[], list[str]]) -> list[str] | None:
     """pip's arguments when this process is pip, else None. ARGV is sys.argv as site sees it (a
     script's path, or '-m' while the module is still unknown); CMDLINE() gives the interpreter's
     own command line, read only for `-m`."""
@@ -99,7 +100,11 @@ def pip_arguments(argv: Sequence[str], cmdline: Callable[[], List[str]]) -> Opti
         return None
     if argv[0] != "-m":
         return list(argv[1:]) if _PIP_SCRIPT.match(os.path.basename(argv[0])) else None
-    words = cmdline()
+    return _module_arguments(cmdline())
+
+
+def _module_arguments(words: Sequence[str]) -> list[str] | None:
+    """pip's arguments from the interpreter's command line WORDS when it runs `-m pip`, else None."""
     index = 1
     while index < len(words):
         word = words[index]
@@ -138,16 +143,16 @@ def canonical(name: str) -> str:
 
 
 def venv_site_packages() -> str:
-    import sysconfig  # only in pip processes and the self-check
+    import sysconfig  # noqa: PLC0415 - only pip processes and the self-check need it
 
     return sysconfig.get_paths()["purelib"]
 
 
-def venv_pins(folder: Optional[str] = None) -> Dict[str, str]:
+def venv_pins(folder: str | None = None) -> dict[str, str]:
     """{canonical name: version} of every distribution installed in the venv's site-packages, read
     from the names of their .dist-info folders (what pip writes: NAME-VERSION.dist-info)."""
     folder = folder or venv_site_packages()
-    pins: Dict[str, str] = {}
+    pins: dict[str, str] = {}
     try:
         entries = os.listdir(folder)
     except OSError:
@@ -164,7 +169,7 @@ def pin_line(name: str, pinned: str) -> str:
             f"To use another {name}, install it in an environment of your own: {_OWN_ENV} ({_DOCS})")
 
 
-def conflict_message(causes: Sequence[Cause], pins: Dict[str, str]) -> Optional[str]:
+def conflict_message(causes: Sequence[Cause], pins: dict[str, str]) -> str | None:
     """ONE line for a resolution that failed on a pinned package, or None. CAUSES: (name, wanted,
     parent or None, satisfied by the pin) for each of pip's causes."""
     ours = [cause for cause in causes if canonical(cause[0]) in pins]
@@ -177,7 +182,7 @@ def conflict_message(causes: Sequence[Cause], pins: Dict[str, str]) -> Optional[
 
 
 def _guard_pip() -> None:
-    import importlib
+    import importlib  # noqa: PLC0415 - only pip processes need it
 
     # pip's internals, as pinned in the image (tests/image/test_user_packages.py runs them): Any to
     # the type checker, which knows another pip.
@@ -205,7 +210,7 @@ def _guard_pip() -> None:
         if user and not elsewhere:
             if options.use_user_site is None:
                 options.use_user_site = True
-            options.constraints = list(options.constraints or []) + [_constraints_file(pins)]
+            options.constraints = [*(options.constraints or []), _constraints_file(pins)]
         return original_run(self, options, args)
 
     install_command.InstallCommand.run = run
@@ -250,25 +255,28 @@ def _guard_pip() -> None:
     req_uninstall.UninstallPathSet.from_dist = classmethod(from_dist)
 
     if not sys.flags.no_user_site:
-        # In a venv pip modifies only what is under sys.prefix ("Not uninstalling X ..., outside
-        # environment /opt/venv"): the user site is this environment's too, so that pip uninstall
-        # and upgrades of the user's packages work.
-        original_is_local = metadata.is_local
-        user_site = normalize_path(site.getusersitepackages())
-
-        def is_local(path: str) -> bool:
-            return original_is_local(path) or path == user_site or path.startswith(user_site + os.sep)
-
-        metadata.is_local = is_local
-        original_permitted = req_uninstall.UninstallPathSet._permitted
-
-        def permitted(self: Any, path: str) -> bool:
-            return bool(original_permitted(self, path)) or path.startswith(user_site + os.sep)
-
-        req_uninstall.UninstallPathSet._permitted = permitted
+        _user_site_is_local(metadata, req_uninstall, normalize_path(site.getusersitepackages()))
 
 
-def _describe(cause: Any, pins: Dict[str, str]) -> Cause:
+def _user_site_is_local(metadata: Any, req_uninstall: Any, user_site: str) -> None:
+    """In a venv pip modifies only what is under sys.prefix ("Not uninstalling X ..., outside
+    environment /opt/venv"): the user site is this environment's too, so that pip uninstall and
+    upgrades of the user's packages work."""
+    original_is_local = metadata.is_local
+
+    def is_local(path: str) -> bool:
+        return original_is_local(path) or path == user_site or path.startswith(user_site + os.sep)
+
+    metadata.is_local = is_local
+    original_permitted = req_uninstall.UninstallPathSet._permitted
+
+    def permitted(self: Any, path: str) -> bool:
+        return bool(original_permitted(self, path)) or path.startswith(user_site + os.sep)
+
+    req_uninstall.UninstallPathSet._permitted = permitted
+
+
+def _describe(cause: Any, pins: dict[str, str]) -> Cause:
     """(name, wanted, parent, satisfied by the pin) from one of pip's ResolutionImpossible causes."""
     requirement, parent = cause.requirement, cause.parent
     name = str(requirement.project_name)
@@ -284,10 +292,10 @@ def _describe(cause: Any, pins: Dict[str, str]) -> Cause:
     return name, wanted, (f"{parent.name} {parent.version}" if parent is not None else None), satisfied
 
 
-def _constraints_file(pins: Dict[str, str]) -> str:
+def _constraints_file(pins: dict[str, str]) -> str:
     """The venv's packages at their versions, as a constraints file that lives as long as this process."""
-    import atexit
-    import tempfile
+    import atexit  # noqa: PLC0415 - only pip installs need them
+    import tempfile  # noqa: PLC0415
 
     handle, path = tempfile.mkstemp(prefix="tf29-env-pins-", suffix=".txt")
     with os.fdopen(handle, "w", encoding="utf-8") as constraints:
@@ -297,7 +305,5 @@ def _constraints_file(pins: Dict[str, str]) -> str:
 
 
 def _remove(path: str) -> None:
-    try:
+    with contextlib.suppress(OSError):
         os.unlink(path)
-    except OSError:
-        pass

@@ -3,9 +3,10 @@
 
 import re
 import subprocess
+import sys
 from pathlib import Path
 
-from tests.compose.team import REPO, copy_project, resolved
+from tests.compose.team import REPO, copy_project, resolved, size_bytes
 
 # ${NAME}, ${NAME:-default} or ${NAME-default} in a compose file.
 VARIABLE_RE = re.compile(r"\$\{([A-Z0-9_]+)(?::?-([^}]*))?\}")
@@ -68,3 +69,19 @@ def test_compose_mk_runs_compose_in_the_project_folder(tmp_path: Path, compose: 
         f"cd {project} && {compose} down --remove-orphans -t 15",
         f"cd {project} && {compose} ps alice",
         f"cd {project} && {compose} logs -f --tail=200 alice"]
+
+
+def test_the_limits_make_run_and_the_hub_read_are_what_compose_gives_a_member(tmp_path: Path, compose: str) -> None:
+    """compose/limits.py reads docker-compose.yml's x-member block as compose itself resolves it."""
+    project = copy_project(tmp_path / "team")
+    alice = resolved(project, compose, {"PATH": "/usr/local/bin:/usr/bin:/bin"})["services"]["alice"]
+    printed = subprocess.run([sys.executable, str(project / "compose" / "limits.py"), "docker-args"],
+                             capture_output=True, text=True, check=True).stdout.split()
+    pairs = list(zip(printed[::2], printed[1::2], strict=True))  # each flag with its value
+    args = dict(pairs)
+    assert size_bytes(args["--shm-size"]) == alice["shm_size"] == 1 << 30
+    assert args["--ulimit"] == f"stack={alice['ulimits']['stack']}"
+    assert args["--log-driver"] == alice["logging"]["driver"] == "json-file"
+    log_options = [value.split("=", 1) for flag, value in pairs if flag == "--log-opt"]
+    assert dict(log_options) == alice["logging"]["options"]
+    assert len(pairs) == 3 + len(log_options)

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from selfcheck import runner
+from selfcheck import checks, runner
 from selfcheck.checks import LAYERS, LayerInfo
 
 from testkit.wait import wait_until
@@ -36,7 +36,7 @@ def fake(layers: list[int]) -> list[str]:
 
 
 def infos(*numbers: int, timeout: float = 1.0) -> list[LayerInfo]:
-    return [LayerInfo(n, f"l{n}", f"Layer {n}", False, timeout) for n in numbers]
+    return [LayerInfo(n, f"l{n}", f"Layer {n}", False, timeout, f"l{n}") for n in numbers]
 
 
 def test_a_hanging_layer_is_killed_and_the_rest_go_on_in_a_new_child() -> None:
@@ -62,8 +62,8 @@ def test_a_dying_child_is_reported_with_its_exit_and_log() -> None:
 
 
 def test_the_total_time_limit_skips_what_is_left_in_every_group() -> None:
-    layers = [LayerInfo(1, "a", "A", False, 10.0), LayerInfo(2, "b", "B", False, 10.0),
-              LayerInfo(3, "c", "C", True, 10.0), LayerInfo(6, "f", "F", False, 10.0)]
+    layers = [LayerInfo(1, "a", "A", False, 10.0, "a"), LayerInfo(2, "b", "B", False, 10.0, "b"),
+              LayerInfo(3, "c", "C", True, 10.0, "c"), LayerInfo(6, "f", "F", False, 10.0, "f")]
     start = time.monotonic()
     results = list(runner.run_all(layers, time_limit=1.5, command=fake))
     assert time.monotonic() - start < 4
@@ -126,3 +126,14 @@ def test_a_raised_limit_raises_each_layer_timeout() -> None:
     elapsed = time.monotonic() - start
     assert results[0].timed_out and "within 3 s" in results[0].checks[0].what
     assert 2.9 < elapsed < 6
+
+
+def test_each_layer_runs_its_own_module_and_checks_keeps_its_only_title() -> None:
+    # LAYERS is the one home of a layer's number, name and title: a module holding a copy would drift.
+    for info in LAYERS:
+        layer_module = checks.module(info.layer)
+        assert layer_module.__name__ == f"selfcheck.checks.{info.module}"
+        assert callable(layer_module.run)
+        copies = {"LAYER", "NAME", "TITLE", "NEEDS_TF"} & set(vars(layer_module))
+        assert not copies, f"{info.module} defines {copies}"
+    assert [info.layer for info in LAYERS] == list(range(1, len(LAYERS) + 1))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import glob
 import os
-from typing import List, Optional, Tuple
 
 NO_DRIVER_FIX = ("start the container with --gpus all (Compose: a 'driver: nvidia' device reservation) on a "
                  "host with the NVIDIA driver and the NVIDIA Container Toolkit installed")
@@ -23,7 +22,7 @@ CPU_VARIANT = ("the cpu variant of this image (tensorflow-cpu) does not use GPUs
 NO_GPU_REQUESTED = ("void", "none", "")
 
 
-def variant(lock_file: str = LOCK_FILE) -> Optional[str]:
+def variant(lock_file: str = LOCK_FILE) -> str | None:
     """'cpu' or 'gpu' from the image's lock file (the Dockerfile writes tensorflow-cpu== there for
     the cpu variant); None outside the image (a bare GPU host running layers 1, 2 and 6)."""
     try:
@@ -36,7 +35,7 @@ def variant(lock_file: str = LOCK_FILE) -> Optional[str]:
     return "gpu" if any(line.startswith("tensorflow==") for line in lines) else None
 
 
-def cpu_only() -> Optional[Tuple[str, str]]:
+def cpu_only() -> tuple[str, str] | None:
     """Why this container is not meant to have a GPU, as (the suffix of the SKIP check's id, its
     message): the cpu variant, or NVIDIA_VISIBLE_DEVICES asking for none. None: it is meant to."""
     if variant() == "cpu":
@@ -49,7 +48,7 @@ def cpu_only() -> Optional[Tuple[str, str]]:
     return None
 
 
-def named_devices() -> Optional[str]:
+def named_devices() -> str | None:
     """NVIDIA_VISIBLE_DEVICES when it names devices (indexes, UUIDs: what --gpus, compose's
     reservations and the team hub set), not the image's default `all` nor a no-GPU value; else None."""
     visible = (os.environ.get("NVIDIA_VISIBLE_DEVICES") or "").strip()
@@ -64,13 +63,13 @@ def not_injected(visible: str) -> str:
             "container was started")
 
 
-def device_nodes() -> List[str]:
+def device_nodes() -> list[str]:
     """What the NVIDIA Container Toolkit (or WSL2's /dev/dxg) puts into a container with GPUs."""
     nodes = [p for p in ["/dev/nvidiactl", "/dev/dxg"] if os.path.exists(p)]
     return nodes + sorted(glob.glob("/dev/nvidia[0-9]*"))
 
 
-def declared_cuda() -> Optional[Tuple[int, ...]]:
+def declared_cuda() -> tuple[int, ...] | None:
     """CUDA_VERSION as the base image declares it (nvidia/cuda and the stand-in set it)."""
     value = os.environ.get("CUDA_VERSION", "")
     try:

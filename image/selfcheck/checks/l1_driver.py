@@ -7,7 +7,6 @@ from __future__ import annotations
 import ctypes
 import shutil
 import subprocess
-from typing import List, Optional, Tuple
 
 from selfcheck import cudalib, decide
 from selfcheck.checks.common import (
@@ -21,7 +20,6 @@ from selfcheck.checks.common import (
 )
 from selfcheck.model import FAIL, PASS, SKIP, WARN, Check
 
-LAYER, NAME, TITLE, NEEDS_TF = 1, "driver", "NVIDIA driver", False
 NEEDS_DRIVER = "needs the NVIDIA driver (see driver.present)"
 
 CUINIT_FIXES = {
@@ -34,7 +32,7 @@ CUINIT_FIXES = {
 }
 
 
-def run() -> List[Check]:
+def run() -> list[Check]:
     found = cpu_only()
     if found:
         return [Check(f"driver.{found[0]}", SKIP, found[1])]
@@ -55,7 +53,7 @@ def run() -> List[Check]:
             Check("driver.nvidia_smi", SKIP, "nvidia-smi not run: " + NEEDS_DRIVER),
         ]
     checks = [present(nodes, lib, where)]
-    driver_cuda: Optional[int] = None
+    driver_cuda: int | None = None
     if lib is not None:
         init_check, driver_cuda = init(lib)
         checks.append(init_check)
@@ -65,7 +63,7 @@ def run() -> List[Check]:
     return checks
 
 
-def present(nodes: List[str], lib: Optional[ctypes.CDLL], where: str) -> Check:
+def present(nodes: list[str], lib: ctypes.CDLL | None, where: str) -> Check:
     data = {"device_nodes": nodes, "libcuda": where if lib is not None else None}
     if lib is None:
         return Check("driver.present", FAIL, f"GPU device nodes {', '.join(nodes)} but libcuda.so.1 is not "
@@ -77,7 +75,7 @@ def present(nodes: List[str], lib: Optional[ctypes.CDLL], where: str) -> Check:
     return Check("driver.present", PASS, f"driver present: {', '.join(nodes)}; libcuda at {where}", None, data)
 
 
-def init(lib: ctypes.CDLL) -> Tuple[Check, Optional[int]]:
+def init(lib: ctypes.CDLL) -> tuple[Check, int | None]:
     status, value = cudalib.int_out(lib, "cuDriverGetVersion")
     driver_cuda = value if status == 0 else None
     cuda_text = cudalib.version_text(value, (1000, 10)) if driver_cuda else "unknown"
@@ -96,7 +94,7 @@ def init(lib: ctypes.CDLL) -> Tuple[Check, Optional[int]]:
                  None if count else CUINIT_FIXES["CUDA_ERROR_NO_DEVICE"], data), driver_cuda
 
 
-def proc_driver() -> Optional[str]:
+def proc_driver() -> str | None:
     try:
         with open("/proc/driver/nvidia/version") as handle:
             return decide.parse_proc_version(handle.read())
@@ -104,7 +102,7 @@ def proc_driver() -> Optional[str]:
         return None
 
 
-def version(driver: Optional[str], driver_cuda: Optional[int]) -> Check:
+def version(driver: str | None, driver_cuda: int | None) -> Check:
     if driver is None:
         return Check("driver.version", WARN, "driver version unknown (no /proc/driver/nvidia/version, no "
                      "nvidia-smi)", "add 'utility' to NVIDIA_DRIVER_CAPABILITIES (the image sets compute,utility)")
@@ -115,7 +113,7 @@ def version(driver: Optional[str], driver_cuda: Optional[int]) -> Check:
     return check
 
 
-def runtime_version() -> Tuple[int, ...]:
+def runtime_version() -> tuple[int, ...]:
     """The image's CUDA runtime: measured major.minor (needs the driver), patch from CUDA_VERSION."""
     lib, _ = cudalib.load("libcudart.so.11.0")
     declared = declared_cuda()
@@ -129,7 +127,7 @@ def runtime_version() -> Tuple[int, ...]:
     return declared or (11, 2, 2)
 
 
-def nvidia_smi() -> Tuple[Check, Optional[str]]:
+def nvidia_smi() -> tuple[Check, str | None]:
     path = shutil.which("nvidia-smi")
     if path is None:
         return Check("driver.nvidia_smi", SKIP, "nvidia-smi is not in the container (the toolkit mounts it for "

@@ -6,14 +6,12 @@ Then what XLA and the profiler need (xla_tools): libdevice, ptxas, CUPTI."""
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from selfcheck import cudalib
 from selfcheck.checks import xla_tools
 from selfcheck.checks.common import cpu_only, declared_cuda
 from selfcheck.model import FAIL, PASS, SKIP, Check
-
-LAYER, NAME, TITLE, NEEDS_TF = 2, "cuda_libs", "CUDA libraries", False
 
 MISSING_FIX = ("TensorFlow 2.9 needs the CUDA 11 / cuDNN 8 libraries on the loader path: use the image as built "
                "(nvidia/cuda:11.2.2-cudnn8 base or the stand-in), and do not replace LD_LIBRARY_PATH")
@@ -28,7 +26,7 @@ def cudart(lib: ctypes.CDLL) -> Getter:
     if status == 0 and value:
         return cudalib.version_text(value, (1000, 10)), {}
     declared = declared_cuda()
-    data: Dict[str, Any] = {"runtime_get_version_error": status,
+    data: dict[str, Any] = {"runtime_get_version_error": status,
             "declared": ".".join(map(str, declared)) if declared else None}
     return None, data
 
@@ -43,7 +41,7 @@ def properties(func: str) -> Callable[[ctypes.CDLL], Getter]:
     return get
 
 
-def encoded(func: str, digits: Tuple[int, ...], size_t: bool = False) -> Callable[[ctypes.CDLL], Getter]:
+def encoded(func: str, digits: tuple[int, ...], size_t: bool = False) -> Callable[[ctypes.CDLL], Getter]:
     def get(lib: ctypes.CDLL) -> Getter:
         if size_t:
             return cudalib.version_text(cudalib.size_t_call(lib, func), digits), {}
@@ -65,7 +63,7 @@ LIBRARIES = [
 ]
 
 
-def run() -> List[Check]:
+def run() -> list[Check]:
     found = cpu_only()
     if found:
         return [Check(f"lib.{found[0]}", SKIP, found[1])]
@@ -81,7 +79,7 @@ def library(soname: str, getter: Callable[[ctypes.CDLL], Getter], major: int) ->
     if lib is None:
         return Check(f"lib.{short}", FAIL, f"{soname} cannot be loaded: {where}", MISSING_FIX, {"soname": soname})
     version, extra = getter(lib)
-    data: Dict[str, Any] = {"soname": soname, "path": where, "version": version}
+    data: dict[str, Any] = {"soname": soname, "path": where, "version": version}
     data.update(extra)
     if version is None and short == "cudart":
         declared = extra.get("declared")

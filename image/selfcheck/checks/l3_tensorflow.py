@@ -3,16 +3,14 @@ and the GPUs it sees: name, compute capability, memory, memory growth."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any
 
 from selfcheck.checks import tfsupport
 from selfcheck.checks.common import NO_DRIVER_FIX, cpu_only, device_nodes, variant
 from selfcheck.model import FAIL, PASS, SKIP, WARN, Check
 
-LAYER, NAME, TITLE, NEEDS_TF = 3, "tensorflow", "TensorFlow", True
 
-
-def run() -> List[Check]:
+def run() -> list[Check]:
     tf = tfsupport.tf()
     info = dict(tf.sysconfig.get_build_info())
     cpu_variant = variant() == "cpu"
@@ -42,7 +40,7 @@ def version(text: str) -> Check:
                  {"version": text})
 
 
-def build(info: Dict[str, Any], cpu_variant: bool = False) -> Check:
+def build(info: dict[str, Any], cpu_variant: bool = False) -> Check:
     archs = list(info.get("cuda_compute_capabilities") or [])
     data = {"cuda_version": info.get("cuda_version"), "cudnn_version": info.get("cudnn_version"),
             "cuda_compute_capabilities": archs, "is_cuda_build": bool(info.get("is_cuda_build"))}

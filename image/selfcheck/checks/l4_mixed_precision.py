@@ -6,18 +6,17 @@ the Keras / TF mixed-precision stack of the image works, not that it is fast."""
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List
+from typing import Any
 
 from selfcheck.checks import tfsupport
 from selfcheck.model import FAIL, PASS, Check
 
-LAYER, NAME, TITLE, NEEDS_TF = 4, "mixed_precision", "Mixed precision", True
 MAX_STEPS = 8  # the dynamic loss scale starts at 2**15 and halves on each overflow
 FIX = ("the image's Keras / TensorFlow pair is broken: reinstall the pinned set with "
        "pip install -r /opt/tf29-env/requirements.lock")
 
 
-def run() -> List[Check]:
+def run() -> list[Check]:
     tf = tfsupport.tf()
     np = tfsupport.numpy()
     mp = tf.keras.mixed_precision
@@ -76,8 +75,8 @@ def custom_step(tf: Any, model: Any, x: Any, y: Any) -> Check:
     initial scale (2**15) is normal: the optimizer must then skip the step and halve the scale.
     PASS needs a step with finite unscaled gradients within MAX_STEPS, every step consistent."""
     opt = tf.keras.mixed_precision.LossScaleOptimizer(tf.keras.optimizers.SGD(learning_rate=0.01))
-    steps: List[Dict[str, Any]] = []
-    problems: List[str] = []
+    steps: list[dict[str, Any]] = []
+    problems: list[str] = []
     for _ in range(MAX_STEPS):
         scale = float(opt.loss_scale)
         with tf.GradientTape() as tape:

@@ -6,20 +6,19 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Any, List, Optional, Tuple
+from typing import Any
 
 from selfcheck import decide
 from selfcheck.checks import tfsupport
 from selfcheck.checks.common import cpu_only
 from selfcheck.model import SKIP, Check
 
-LAYER, NAME, TITLE, NEEDS_TF = 5, "performance", "FP32 vs FP16 performance", True
 N = 4096  # 137 GFLOP per product: ~10 ms on a V100 in FP32, well above launch overheads
 SAMPLES = 5
 SAMPLE_SECONDS = 0.15
 
 
-def run() -> List[Check]:
+def run() -> list[Check]:
     found = cpu_only()
     if found:
         return [Check(f"perf.{found[0]}", SKIP, found[1])]
@@ -29,7 +28,7 @@ def run() -> List[Check]:
         return [Check("perf.matmul", SKIP, "no GPU visible to TensorFlow: the FP32/FP16 benchmark needs one "
                       "(see layers 1 and 3)")]
     archs = list(tf.sysconfig.get_build_info().get("cuda_compute_capabilities") or [])
-    checks: List[Check] = []
+    checks: list[Check] = []
     measured = set()
     for index, gpu in enumerate(gpus):
         details = tf.config.experimental.get_device_details(gpu)
@@ -42,14 +41,14 @@ def run() -> List[Check]:
     return checks
 
 
-def benchmark(tf: Any, index: int, name: str, cc: Tuple[int, int]) -> Check:
+def benchmark(tf: Any, index: int, name: str, cc: tuple[int, int]) -> Check:
     np = tfsupport.numpy()
     # Inputs made on the host and copied: no TF kernel (which might need a PTX JIT) is timed.
     host = np.random.RandomState(0).standard_normal((N, N)).astype(np.float32)
     with tf.device(f"/GPU:{index}"):
         a32 = tf.identity(tf.constant(host))
         a16 = tf.identity(tf.constant(host.astype(np.float16)))
-        tf32: Optional[float] = None
+        tf32: float | None = None
         if cc >= (8, 0):
             tf32 = decide.tflops(N, seconds_per_matmul(tf, a32))
             tf.config.experimental.enable_tensor_float_32_execution(False)

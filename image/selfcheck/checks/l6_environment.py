@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import resource
 import sys
-from typing import List
 
 from selfcheck import decide
 from selfcheck.checks.common import (
@@ -21,10 +20,8 @@ from selfcheck.checks.common import (
 )
 from selfcheck.model import PASS, SKIP, WARN, Check
 
-LAYER, NAME, TITLE, NEEDS_TF = 6, "environment", "Container environment", False
 
-
-def run() -> List[Check]:
+def run() -> list[Check]:
     gpu = bool(device_nodes())
     return [runtime_applied(), shm(), decide.memlock_verdict(resource.getrlimit(resource.RLIMIT_MEMLOCK)[0], gpu),
             decide.stack_verdict(resource.getrlimit(resource.RLIMIT_STACK)[0]),
@@ -53,7 +50,7 @@ def runtime_applied() -> Check:
 
 
 def shm() -> Check:
-    stat = os.statvfs("/dev/shm")
+    stat = os.statvfs(decide.SHM)
     return decide.shm_verdict(stat.f_blocks * stat.f_frsize)
 
 
@@ -92,7 +89,7 @@ def user_packages() -> Check:
     pinned package, breaks one (needs another version), sits in the user site beside the image's
     copy, or was compiled under an older image or for another Python; or that they are not kept."""
     try:
-        from startup import userstate
+        from startup import userstate  # noqa: PLC0415 - only in the image, and only this check needs it
     except ImportError:
         return Check("env.user_packages", SKIP, "not in the tf29-env image: no user site to check")
     environ = dict(os.environ)

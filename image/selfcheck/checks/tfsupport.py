@@ -6,9 +6,9 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import importlib
-from typing import Any, List, Optional
+from typing import Any
 
-_tf: Optional[Any] = None
+_tf: Any | None = None
 
 
 def tf() -> Any:
@@ -23,7 +23,7 @@ def tf() -> Any:
     return _tf
 
 
-def gpus() -> List[Any]:
+def gpus() -> list[Any]:
     return list(tf().config.list_physical_devices("GPU"))
 
 
@@ -31,7 +31,7 @@ def numpy() -> Any:
     return importlib.import_module("numpy")
 
 
-def total_memory(ordinal: int) -> Optional[int]:
+def total_memory(ordinal: int) -> int | None:
     """Bytes of GPU `ordinal` through the driver API (TF's GPU:i is CUDA device i of the visible ones)."""
     try:
         lib = ctypes.CDLL("libcuda.so.1")

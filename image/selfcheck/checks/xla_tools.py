@@ -10,7 +10,7 @@ import os
 import re
 import shutil
 import subprocess
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Mapping, Sequence
 
 from selfcheck import cudalib
 from selfcheck.model import PASS, WARN, Check
@@ -36,7 +36,7 @@ CUPTI_FIX = ("put CUDA 11's CUPTI on the loader path as libcupti.so.11.2 or libc
              "'CUPTI could not be loaded' and its traces have no GPU kernels")
 
 
-def cuda_roots(env: Optional[Mapping[str, str]] = None, defaults: Sequence[str] = TF_CUDA_ROOTS) -> List[str]:
+def cuda_roots(env: Mapping[str, str] | None = None, defaults: Sequence[str] = TF_CUDA_ROOTS) -> list[str]:
     """The CUDA folders XLA tries, in its order: XLA_FLAGS' --xla_gpu_cuda_data_dir first, if set."""
     flags = (os.environ if env is None else env).get("XLA_FLAGS", "")
     roots = [match.group(1) for match in re.finditer(re.escape(XLA_DIR_FLAG) + r"=(\S+)", flags)][-1:]
@@ -45,7 +45,7 @@ def cuda_roots(env: Optional[Mapping[str, str]] = None, defaults: Sequence[str] 
 
 def libdevice(roots: Sequence[str]) -> Check:
     """XLA takes the first root that has an nvvm/libdevice folder, and needs libdevice.10.bc in it."""
-    data: Dict[str, Any] = {"searched": list(roots)}
+    data: dict[str, Any] = {"searched": list(roots)}
     for root in roots:
         folder = os.path.dirname(os.path.join(root, LIBDEVICE))
         if not os.path.isdir(folder):
@@ -60,7 +60,7 @@ def libdevice(roots: Sequence[str]) -> Check:
                  "fails on a GPU ('libdevice not found')", LIBDEVICE_FIX, data)
 
 
-def find_ptxas(roots: Sequence[str], path: Optional[str] = None) -> Optional[str]:
+def find_ptxas(roots: Sequence[str], path: str | None = None) -> str | None:
     """ROOT/bin/ptxas for the first root that has one, else ptxas on PATH, as TF 2.9 does."""
     for root in roots:
         candidate = os.path.join(root, "bin", "ptxas")
@@ -69,13 +69,13 @@ def find_ptxas(roots: Sequence[str], path: Optional[str] = None) -> Optional[str
     return shutil.which("ptxas", path=path)
 
 
-def parse_ptxas_version(text: str) -> Optional[Tuple[int, int, int]]:
+def parse_ptxas_version(text: str) -> tuple[int, int, int] | None:
     """'Cuda compilation tools, release 11.8, V11.8.89' -> (11, 8, 89)."""
     match = re.search(r"\bV(\d+)\.(\d+)\.(\d+)", text)
     return (int(match.group(1)), int(match.group(2)), int(match.group(3))) if match else None
 
 
-def ptxas(roots: Sequence[str], path: Optional[str] = None) -> Check:
+def ptxas(roots: Sequence[str], path: str | None = None) -> Check:
     found = find_ptxas(roots, path)
     if found is None:
         return Check("lib.ptxas", WARN, f"no ptxas in {', '.join(r + '/bin' for r in roots)} or on PATH",
@@ -109,6 +109,6 @@ def cupti(sonames: Sequence[str] = CUPTI_SONAMES) -> Check:
                  {"tried": list(sonames), "errors": errors})
 
 
-def run() -> List[Check]:
+def run() -> list[Check]:
     roots = cuda_roots()
     return [libdevice(roots), ptxas(roots), cupti()]
