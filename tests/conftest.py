@@ -82,6 +82,15 @@ def tracked(docker_client: DockerClient, image: str) -> Iterator[TrackedContaine
     containers.remove_all()
 
 
+@pytest.fixture(scope="module")
+def module_tracked(docker_client: DockerClient, image: str) -> Iterator[TrackedContainer]:
+    """Containers shared by a module's read-only checks (exec, GET, file reads), removed after its last
+    test: one start and health wait instead of one per test. A test that changes state uses `tracked`."""
+    containers = TrackedContainer(docker_client, image)
+    yield containers
+    containers.remove_all()
+
+
 @pytest.fixture(scope="session")
 def keypair(tmp_path_factory: pytest.TempPathFactory) -> KeyPair:
     return make_keypair(tmp_path_factory.mktemp("ssh"))
