@@ -25,6 +25,9 @@ BUILD_LOCK = BUILD_LOG.with_suffix(".lock")
 # is one group, for the hubs, engines and builds its fixtures start once; these folders' files are
 # independent of each other, so each file is a group of its own.
 GROUPED_BY_FILE = ("image", "unit", "deploy", "notebooks")
+# pip resolutions wait on the network, not the engine, and share nothing: each test is a group, so
+# they spread over the workers beside the engine tests.
+GROUPED_BY_TEST = ("pins",)
 # Checkouts side by side (git worktrees) on one engine each build their own image under test.
 TEST_TAG = os.environ.get("TF29ENV_TEST_TAG") or "tf29-env:test-gpu"
 
@@ -83,6 +86,15 @@ def tracked(docker_client: DockerClient, image: str) -> Iterator[TrackedContaine
     containers.remove_all()
 
 
+@pytest.fixture(scope="module")
+def module_tracked(docker_client: DockerClient, image: str) -> Iterator[TrackedContainer]:
+    """Containers shared by a module's read-only checks (exec, GET, file reads), removed after its last
+    test: one start and health wait instead of one per test. A test that changes state uses `tracked`."""
+    containers = TrackedContainer(docker_client, image)
+    yield containers
+    containers.remove_all()
+
+
 @pytest.fixture(scope="session")
 def keypair(tmp_path_factory: pytest.TempPathFactory) -> KeyPair:
     return make_keypair(tmp_path_factory.mktemp("ssh"))
@@ -98,6 +110,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         parts = Path(item.nodeid.split("::", 1)[0]).parts
         group = parts[1] if len(parts) > 2 else parts[0]
-        if group in GROUPED_BY_FILE:
+        if group in GROUPED_BY_TEST:
+            # xdist reads no group after a "]", so a parametrized test's brackets become parentheses.
+            group = f"{parts[1]}/{item.name}".translate(str.maketrans("[]", "()"))
+        elif group in GROUPED_BY_FILE:
             group = "/".join(parts[1:3])
         item.add_marker(pytest.mark.xdist_group(group))

@@ -58,14 +58,32 @@ def test_unreachable_registry(built: dict[str, dict[str, Any]], closed_port: int
 
 
 class Unavailable(http.server.BaseHTTPRequestHandler):
-    """A registry that is down for maintenance: 503 to everything, as a proxy in front of one says."""
+    """A registry whose storage is down for maintenance: it answers, says it holds every layer, and
+    refuses the manifest with 503. dockerd fails such a push at once; a 503 to the layers themselves
+    would have it retry each layer for ~50 s first, which tests nothing more."""
 
     def do_GET(self) -> None:
-        self.send_response(503)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
+        if self.path == "/v2/":
+            self.reply(200, {"Docker-Distribution-API-Version": "registry/2.0"})
+        else:
+            self.reply(503)
 
-    do_HEAD = do_POST = do_PUT = do_GET
+    def do_HEAD(self) -> None:
+        if "/blobs/" in self.path:
+            self.reply(200, {"Docker-Content-Digest": self.path.rsplit("/", 1)[1], "Content-Length": "1"})
+        else:
+            self.reply(503)
+
+    def do_PUT(self) -> None:
+        self.reply(503)
+
+    do_POST = do_PATCH = do_PUT
+
+    def reply(self, code: int, headers: dict[str, str] | None = None) -> None:
+        self.send_response(code)
+        for name, value in {"Content-Length": "0", **(headers or {})}.items():
+            self.send_header(name, value)
+        self.end_headers()
 
     def log_message(self, format: str, *args: object) -> None:
         pass
@@ -79,7 +97,7 @@ def test_transient_failures_are_retried_then_reported(built: dict[str, dict[str,
     registry = f"127.0.0.1:{server.server_address[1]}"
     try:
         run = build_py("push", "--registry", registry, "--variant", "cpu", "--output-dir", str(output_dir),
-                       "--retries", "1")  # dockerd itself retries each layer for ~50 s per attempt
+                       "--retries", "1")
     finally:
         server.shutdown()
         server.server_close()

@@ -83,6 +83,13 @@ def assert_nothing_left(cluster: Cluster, node: str, user: str) -> None:
         raise AssertionError(f"{user}'s processes left on {node}:\n{left}") from None
 
 
+@pytest.fixture(scope="module", autouse=True)
+def timed_job(cluster: Cluster) -> Job:
+    """bob's job with Slurm's shortest time limit (a minute), submitted before this module's other
+    tests so that its minute passes while they run; the module's last test checks how it ended."""
+    return Job(cluster, "bob", "--nodelist=node2 --time=00:01:00 --mem=1G --cpus-per-task=1")
+
+
 def test_a_job_serves_jupyterlab_and_scancel_ends_it_with_the_work_kept(cluster: Cluster, keypair: KeyPair,
                                                                           tmp_path: Path) -> None:
     job = Job(cluster, "alice", "--partition=cpu --nodelist=node1 --time=00:30:00 --mem=1G --cpus-per-task=1")
@@ -131,16 +138,6 @@ def test_a_second_users_job_on_the_node_gets_another_port(cluster: Cluster) -> N
     assert (first.ended(), second.ended()) == ("CANCELLED", "CANCELLED")
 
 
-def test_the_time_limit_ends_the_job_cleanly(cluster: Cluster) -> None:
-    job = Job(cluster, "bob", "--nodelist=node2 --time=00:01:00 --mem=1G --cpus-per-task=1")
-    job.tunnel()
-    assert job.ended(timeout=180) == "TIMEOUT"
-    text = job.text()
-    assert "tf29-env: stopping (signal received)" in text, text
-    assert "ERROR" not in text, text
-    assert_nothing_left(cluster, "node2", "bob")
-
-
 def test_srun_runs_the_sif_on_a_node(cluster: Cluster) -> None:
     probe = "import tensorflow as tf, socket; print(tf.__version__, socket.gethostname())"
     code, out = cluster.login.run(f"srun --partition=cpu --time=5 --mem=1G apptainer exec {SIF} python -c '{probe}'",
@@ -168,3 +165,14 @@ def test_a_request_slurm_refuses_is_its_line_and_no_job(cluster: Cluster, option
     assert code != 0 and lines[-1] == f"sbatch: error: Batch job submission failed: {refusal}", out
     assert all(line.startswith("sbatch: error: ") for line in lines) and len(lines) <= 2, out
     assert cluster.login.run("squeue -h -u alice")[1].strip() == ""
+
+
+def test_the_time_limit_ends_the_job_cleanly(cluster: Cluster, timed_job: Job) -> None:
+    """Whether its minute ran out before this test or during it, the job served (its tunnel line),
+    then Slurm's TIMEOUT stopped the server cleanly."""
+    assert timed_job.ended(timeout=300) == "TIMEOUT", timed_job.reason()
+    text = timed_job.text()
+    assert TUNNEL.search(text) and TOKEN.search(text), text
+    assert "tf29-env: stopping (signal received)" in text, text
+    assert "ERROR" not in text, text
+    assert_nothing_left(cluster, "node2", "bob")

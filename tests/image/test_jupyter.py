@@ -5,7 +5,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 import requests
+from docker.models.containers import Container
 
 from testkit.containers import LOOPBACK, TrackedContainer
 from testkit.jupyter import api_status
@@ -24,10 +26,16 @@ def get_json(port: int, path: str) -> dict[str, Any]:
     return document
 
 
-def test_token_required(tracked: TrackedContainer) -> None:
-    container = tracked.run(environment={"JUPYTER_TOKEN": TOKEN})
-    tracked.wait_healthy(container)
-    port = tracked.port(container, 8888)
+@pytest.fixture(scope="module")
+def lab(module_tracked: TrackedContainer) -> Container:
+    """One server with TOKEN for the checks that only read from it."""
+    container = module_tracked.run(environment={"JUPYTER_TOKEN": TOKEN})
+    module_tracked.wait_healthy(container)
+    return container
+
+
+def test_token_required(module_tracked: TrackedContainer, lab: Container) -> None:
+    port = module_tracked.port(lab, 8888)
     assert api_status(port) == 403
     assert api_status(port, "wrong-token") == 403
     assert api_status(port, TOKEN) == 200
@@ -96,25 +104,22 @@ def test_port_and_base_url(tracked: TrackedContainer) -> None:
     assert api_status(port, TOKEN, base_url="/") == 404
 
 
-def test_jupyter_runs_as_the_dev_user(tracked: TrackedContainer) -> None:
-    container = tracked.run()
-    tracked.wait_healthy(container)
-    code, out = tracked.exec(container, ["ps", "-eo", "user:16,args"])
+def test_jupyter_runs_as_the_dev_user(module_tracked: TrackedContainer, lab: Container) -> None:
+    code, out = module_tracked.exec(lab, ["ps", "-eo", "user:16,args"])
     assert code == 0
     servers = [line for line in out.splitlines() if "jupyter-lab" in line or "jupyter lab" in line]
     assert servers, out
     assert all(line.split()[0] == "jovyan" for line in servers), servers
 
 
-def test_frontend_neither_asks_for_news_nor_checks_for_updates(tracked: TrackedContainer) -> None:
+def test_frontend_neither_asks_for_news_nor_checks_for_updates(module_tracked: TrackedContainer,
+                                                               lab: Container) -> None:
     """The server is started without a news feed or update check, but the frontend follows its own
     settings: by default it asks every new user "Would you like to get notified about official
     Jupyter news?" (fetchNews "none") and would check for updates. The image's settings overrides
     make "false" and false the defaults, which is what the frontend composes with the (empty) user
     settings; a user's own setting still wins."""
-    container = tracked.run(environment={"JUPYTER_TOKEN": TOKEN})
-    tracked.wait_healthy(container)
-    plugin = get_json(tracked.port(container, 8888), f"lab/api/settings/{NOTIFICATION_PLUGIN}")
+    plugin = get_json(module_tracked.port(lab, 8888), f"lab/api/settings/{NOTIFICATION_PLUGIN}")
     defaults = {name: spec.get("default") for name, spec in plugin["schema"]["properties"].items()}
     assert plugin["settings"] == {}, "a fresh container has no user settings"
     composite = defaults | plugin["settings"]
@@ -122,12 +127,11 @@ def test_frontend_neither_asks_for_news_nor_checks_for_updates(tracked: TrackedC
     assert composite["checkForUpdates"] is False
 
 
-def test_kernel_is_named_for_what_it_runs_under_its_old_name(tracked: TrackedContainer) -> None:
+def test_kernel_is_named_for_what_it_runs_under_its_old_name(module_tracked: TrackedContainer,
+                                                             lab: Container) -> None:
     """The launcher and the kernel picker show the display name; notebooks store the kernelspec's
     name, so it stays python3 (ipykernel's), or every existing notebook would ask for a kernel."""
-    container = tracked.run(environment={"JUPYTER_TOKEN": TOKEN})
-    tracked.wait_healthy(container)
-    specs = get_json(tracked.port(container, 8888), "api/kernelspecs")
+    specs = get_json(module_tracked.port(lab, 8888), "api/kernelspecs")
     assert specs["default"] == "python3"
     assert set(specs["kernelspecs"]) == {"python3"}
     assert specs["kernelspecs"]["python3"]["spec"]["display_name"] == KERNEL_DISPLAY_NAME

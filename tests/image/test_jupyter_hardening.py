@@ -5,6 +5,7 @@ reach, notebooks save on a tmpfs, and a save that fails leaves no broken file.""
 import json
 from typing import Any
 
+import pytest
 import requests
 from docker.models.containers import Container
 
@@ -102,13 +103,21 @@ def children_holding(tracked: TrackedContainer, container: Container, secret: st
     return found
 
 
-def test_the_token_stays_out_of_kernels_and_terminals(tracked: TrackedContainer) -> None:
+@pytest.fixture(scope="module")
+def working(module_tracked: TrackedContainer) -> Container:
+    """A server with TOKEN where a kernel and a terminal were started, for the checks that only read
+    what they left in the container."""
+    container = module_tracked.run(environment={"JUPYTER_TOKEN": TOKEN})
+    module_tracked.wait_healthy(container)
+    start_kernel_and_terminal(module_tracked.port(container, 8888))
+    return container
+
+
+def test_the_token_stays_out_of_kernels_and_terminals(module_tracked: TrackedContainer, working: Container) -> None:
     """Kernels and terminals start with a copy of the server's environment, where Jupyter leaves
     JUPYTER_TOKEN: `env` in a terminal or os.environ in a notebook would show it."""
-    container = tracked.run(environment={"JUPYTER_TOKEN": TOKEN})
-    tracked.wait_healthy(container)
+    tracked, container = module_tracked, working
     port = tracked.port(container, 8888)
-    start_kernel_and_terminal(port)
     children = children_holding(tracked, container, TOKEN)
     assert any("ipykernel_launcher" in cmdline for cmdline in children), children
     assert any(cmdline.startswith("/bin/bash") for cmdline in children), children
@@ -123,13 +132,11 @@ def stat_lines(tracked: TrackedContainer, container: Container) -> list[tuple[st
     return [(owner, int(mode, 8), path) for owner, mode, path in (line.split(" ", 2) for line in out.splitlines())]
 
 
-def test_runtime_files_are_the_dev_users_alone(tracked: TrackedContainer) -> None:
+def test_runtime_files_are_the_dev_users_alone(module_tracked: TrackedContainer, working: Container) -> None:
     """jpserver-PID.json and jpserver-PID-open.html hold the token, the kernels' connection files
     their keys: no other uid in the container may read them, or even list them. Jupyter makes the
     -open.html readable by all (0644, no setting against it): the folder's mode 700 keeps it in."""
-    container = tracked.run(environment={"JUPYTER_TOKEN": TOKEN})
-    tracked.wait_healthy(container)
-    start_kernel_and_terminal(tracked.port(container, 8888))
+    tracked, container = module_tracked, working
     (dir_owner, dir_mode, _), *files = stat_lines(tracked, container)
     assert dir_owner == "jovyan" and dir_mode & 0o077 == 0, (dir_owner, oct(dir_mode))
     names = [path.rsplit("/", 1)[-1] for _, _, path in files]
