@@ -25,11 +25,11 @@ from typing import List, Optional  # python 3.8: list[...] in an annotation fail
 
 # The healthcheck is the one home of how the entrypoint's path and its running process are found.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "healthchecks"))
-from healthcheck import ENTRYPOINT, entrypoint_running  # noqa: E402
+from healthcheck import ENTRYPOINT, entrypoint_running
 
 TINI = "/usr/bin/tini"
 SERVICE_COMMANDS = ("start-notebook.sh", "start-notebook.py", "start-singleuser.sh", "start-singleuser.py")
-COMMANDS = SERVICE_COMMANDS + ("start.sh",)
+COMMANDS = (*SERVICE_COMMANDS, "start.sh")
 
 
 class Refused(Exception):
@@ -45,8 +45,8 @@ def command_line(invoked_as: str, args: List[str], pid: int, services_running: b
         raise Refused(f"{name}: this container's services already run under its entrypoint; {name} starts "
                       f"them when it is the container's command (docker run IMAGE {name} [ARGS]). "
                       "To run a command as the dev user here: start.sh CMD")
-    command = [ENTRYPOINT, name] + args
-    return [TINI, "--"] + command if pid == 1 else command
+    command = [ENTRYPOINT, name, *args]
+    return [TINI, "--", *command] if pid == 1 else command
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -56,7 +56,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except Refused as refused:
         print(f"tf29-env: ERROR: {refused}", file=sys.stderr)
         return 2
-    os.execv(command[0], command)
+    os.execv(command[0], command)  # noqa: S606 -- the command is the entrypoint, with the caller's arguments
     return 1  # not reached: execv replaces this process or raises
 
 

@@ -113,10 +113,10 @@ def dependencies(field: str) -> list[str]:
     return [name for name in names if name]
 
 
-def dpkg_packages() -> list[dict[str, str]]:
+def dpkg_packages() -> list[dict[str, Any]]:
     out = subprocess.run(["dpkg-query", "-W", "-f", DPKG_FORMAT], check=True, stdout=subprocess.PIPE,
                          text=True).stdout
-    packages = []
+    packages: list[dict[str, Any]] = []
     for line in out.splitlines():
         name, version, arch, source, source_version, status, kib, depends = [*line.split("\t"), *[""] * 8][:8]
         if not status.startswith("ii"):  # removed but not purged ("rc"): no files in the image

@@ -10,6 +10,7 @@ dotfiles): packages, environments, Lab's theme and git's identity are still ther
 package is reported in one line and `user-packages reinstall` rebuilds it. Last, the Apptainer mode
 as tests/image/test_apptainer_mode.py imitates it: pip installs into the host's home."""
 
+import contextlib
 import io
 import json
 import platform
@@ -74,7 +75,8 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (folder / "broken-1.0-py3-none-any.whl").write_bytes(b"PK\x03\x04 not a zip archive after all")
     for version in ("1.0", "2.0"):
         build_wheel(folder, "stackdep", version, module_files("stackdep", version))
-    build_wheel(folder, "userext", "1.0", {"userext/__init__.py": USEREXT, "userext/_answer.so": compiled_library(scratch)},
+    build_wheel(folder, "userext", "1.0",
+                {"userext/__init__.py": USEREXT, "userext/_answer.so": compiled_library(scratch)},
                 requires=("stackdep",), tag=f"py3-none-linux_{platform.machine()}")
     folder.chmod(0o755)
     for wheel in folder.iterdir():
@@ -119,10 +121,8 @@ def images(docker_client: DockerClient, image: str, wheels: Path) -> Iterator[Im
         yield Images(old, new)
     finally:
         for tag in (f"{name}:old", f"{name}:new"):
-            try:
+            with contextlib.suppress(Exception):  # a build that failed made no image
                 docker_client.images.remove(tag, force=True)
-            except Exception:  # noqa: BLE001, S110 - a build that failed made no image
-                pass
 
 
 @dataclass
@@ -213,10 +213,8 @@ def box(docker_client: DockerClient, images: Images, wheels: Path, keypair: KeyP
     finally:
         tracked.remove_all()
         for name in (volume, work):
-            try:
+            with contextlib.suppress(Exception):  # never made: nothing to remove
                 docker_client.volumes.get(name).remove(force=True)
-            except Exception:  # noqa: BLE001, S110 - never made: nothing to remove
-                pass
 
 
 @pytest.fixture(scope="module")
@@ -234,7 +232,7 @@ def installed(box: Box) -> Box:
         f"~/envs/stack2/bin/pip install -q {FIND} numpy==2.0.0 && "
         "~/envs/stack2/bin/python -m ipykernel install --user --name stack2 --display-name 'numpy 2 stack'")
     box.installed["settings"] = box.terminal("git config --global user.name 'Ada Lovelace' && "
-                                             f"echo '# mine' >> ~/.profile && git config --global user.name")
+                                             "echo '# mine' >> ~/.profile && git config --global user.name")
     response = requests.put(f"{box.url}{THEMES}", headers={"Authorization": f"token {TOKEN}"},
                             data=json.dumps({"raw": json.dumps({"theme": DARK})}), timeout=30)
     box.installed["theme"] = (response.status_code, response.text)
@@ -271,7 +269,7 @@ def test_a_package_that_needs_another_numpy_is_refused_in_one_line(installed: Bo
     (line,) = error_lines(output)
     assert line == f"ERROR: {REFUSED} (part of its TensorFlow 2.9 stack), so nothing was installed. To use another " \
                    f"numpy, {OWN_ENV}", output
-    status, shown = installed.cell(f"%pip install {FIND} numpy==2.0.0")
+    _status, shown = installed.cell(f"%pip install {FIND} numpy==2.0.0")
     (line,) = error_lines(shown)
     assert line.startswith("ERROR: you asked for numpy==2.0.0, but this image pins numpy==1.23.5"), shown
     code, output = installed.terminal("pip uninstall -y numpy")
@@ -312,7 +310,8 @@ def test_the_selfcheck_names_a_package_that_breaks_a_pin(installed: Box) -> None
     code, output = installed.terminal("mkdir -p ~/work/mine/numpy && touch ~/work/mine/numpy/__init__.py && "
                                       "PYTHONPATH=~/work/mine selfcheck --layers 6 | grep env.user_packages")
     assert (f"WARN env.user_packages: {HOME}/work/mine/numpy comes before the image's numpy 1.23.5 on sys.path, so "
-            f"the pinned package is not the one imported -> fix: take {HOME}/work/mine off PYTHONPATH") in output, output
+            f"the pinned package is not the one imported -> fix: take {HOME}/work/mine off PYTHONPATH"
+            ) in output, output
 
 
 def test_an_environment_of_ones_own_is_a_kernel_with_its_own_numpy(installed: Box) -> None:

@@ -24,8 +24,10 @@ CHECKS = {
     "ruff": [str(BIN / "ruff"), "check", "."],  # image/ at Python 3.8 (pyproject.toml)
     "mypy": [str(BIN / "mypy")],
     # What ships in the image runs on its Python 3.8, against its venv's packages, not the host's.
-    # mypy 1.17+ checks for 3.9 at the oldest; ruff keeps the syntax to 3.8.
-    "mypy-image": [str(BIN / "mypy"), "--python-version", "3.9", "--no-site-packages", "image"],
+    # mypy 1.17+ checks for 3.9 at the oldest; ruff keeps the syntax to 3.8. Module names as the image's
+    # sys.path gives them: image/ (dockerstacks.notebook_args) and image/healthchecks/ (healthcheck).
+    "mypy-image": ["env", "MYPYPATH=image/healthchecks:image", str(BIN / "mypy"), "--python-version", "3.9",
+                   "--no-site-packages", "--explicit-package-bases", "image"],
 }
 
 
