@@ -21,7 +21,7 @@ from selfcheck.model import FAIL, SKIP, Check, LayerResult
 
 MODES = ("warn", "strict")
 # SELF_CHECK's values: the modes, and off, which skips only the run at container start (a run by
-# hand always checks, in warn mode). Parsed here alone: the entrypoint (entrypoint.d/10-config.sh)
+# hand always checks, in warn mode). Parsed here alone: the start-up planner (startup/plan.py)
 # asks `selfcheck --start-mode` rather than knowing the values itself.
 START_MODES = (*MODES, "off")
 # The report's file in TFENV_RUN_DIR for runs by hand: paired with SELFCHECK_REPORT in

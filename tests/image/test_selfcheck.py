@@ -109,7 +109,7 @@ def test_layer2_loads_every_library_with_its_real_version(start_report: Report, 
     if variant == "cpu":
         assert_cpu_variant_skip(start_report, 2, "lib.cpu_variant")
         return
-    # The versions come from the wheels the stand-in base unpacked (tf29env.standin), not from the check.
+    # The versions come from the wheels the stand-in base unpacked (tf29env.build.standin), not from the check.
     expected = {}
     for spec, sonames in CUDA_WHEELS.items():
         version = spec.split("==")[1]

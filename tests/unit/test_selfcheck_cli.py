@@ -79,7 +79,7 @@ def test_self_check_off_in_the_environment_still_checks_by_hand(tmp_path: Path) 
 @pytest.mark.parametrize(("value", "mode"), [(None, "warn"), ("", "warn"), ("warn", "warn"), ("strict", "strict"),
                                            ("off", "off")])
 def test_start_mode_answers_what_the_entrypoint_asks(value: str | None, mode: str) -> None:
-    # entrypoint.d/10-config.sh trusts this answer: SELF_CHECK is parsed nowhere else.
+    # The start-up planner (startup/plan.py) trusts this answer: SELF_CHECK is parsed nowhere else.
     done = selfcheck("--start-mode", env={} if value is None else {"SELF_CHECK": value})
     assert (done.returncode, done.stdout, done.stderr) == (0, f"{mode}\n", "")
 
