@@ -141,7 +141,7 @@ RUN case "${VARIANT}" in \
  && find "${VIRTUAL_ENV}" -type d -exec chmod g+s {} + \
  && rm -rf /root/.cache /tmp/*
 
-# System packages for docker-stacks' user options (entrypoint.d/16-24), in a step of their own after
+# System packages for docker-stacks' user options (entrypoint.d/20-24), in a step of their own after
 # the Python stack so that adding them keeps its layer cached; the CAs as in the first step (the
 # mirror, if any, is in sources.list already):
 #   libnss-wrapper   a passwd entry for an arbitrary uid (--user 12345) without writing /etc (20-user)

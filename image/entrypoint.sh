@@ -4,40 +4,43 @@
 # user to NB_UID/NB_GID, runs the start hooks, then either runs the command it was given (as the
 # dev user) or starts sshd and the Jupyter server (JupyterLab, or in the hub mode JupyterHub's
 # single-user server), runs the self-check beside them, and supervises them.
-# Each step is one numbered file in entrypoint.d/; main() calls them. Every setting is checked by one
-# planner, startup/plan.py, whose plan (shell assignments) is the state the steps share.
+# Each step is one numbered file in entrypoint.d/, and main() calls them in their number order. Every
+# setting is checked by one planner, startup/plan.py, whose plan (shell assignments) is the state the
+# steps share.
 set -euo pipefail
 
 # Listed, not globbed: a missing piece fails loudly, and shellcheck -x reads them as one program.
 cd /opt/tf29-env/entrypoint.d
 source 00-common.sh
-source 07-apptainer.sh
 source 10-config.sh
 source 12-hub.sh
+source 13-apptainer.sh
 source 15-privileges.sh
-source 16-usercfg.sh
 source 20-user.sh
 source 22-sudo.sh
 source 24-chown.sh
 source 25-mounts.sh
 source 26-userstate.sh
 source 30-hooks.sh
+source 32-serveropts.sh
+source 34-runtime.sh
 source 35-listen.sh
 source 40-ssh.sh
+source 45-command.sh
+source 48-services.sh
 source 50-jupyter.sh
-source 52-serveropts.sh
-source 55-cert.sh
 source 60-selfcheck.sh
 source 90-supervise.sh
 cd /
 
+# The plan, step by step in the pieces' number order.
 main() {
   load_config "$@"                  # 10: the plan (startup/plan.py): /tmp, every setting; bad input stops here
   if ((ssh_starts)); then
     check_host_key_dir              # 10: SSH_HOST_KEY_DIR can be made (known only by trying)
   fi
   [[ ${cfg_mode} != hub ]] || take_hub_secrets # 12: the hub's secrets leave the environment
-  load_apptainer_config             # 07: under Apptainer, the port on a shared node, PYTHONNOUSERSITE
+  load_apptainer_config             # 13: under Apptainer, the port on a shared node, PYTHONNOUSERSITE
   check_privileges                  # 15: the run directory (root's needs: the plan checked them)
   fit_user                          # 20: NB_USER, NB_UID, NB_GID (without root: libnss-wrapper)
   grant_sudo                        # 22: GRANT_SUDO, only when asked
@@ -45,16 +48,17 @@ main() {
   check_mounts                      # 25: what is mounted under the home folder is writable
   prepare_user_state                # 26: ~/.local: the user's packages, environments and settings
   run_start_hooks                   # 30: ours, then docker-stacks' start-notebook.d, before-notebook.d
-  apply_server_options              # 52: JUPYTER_ENV_VARS_TO_UNSET; GEN_CERT's certificate (55)
-  apply_umask                       # 20: NB_UMASK, for what starts from here on
-  if [[ ${cfg_mode} == command ]]; then
-    report_user_state               # 26: its notes, now that every setting has passed
-    exec_command "${cfg_command[@]}"
+  apply_server_options              # 32: JUPYTER_ENV_VARS_TO_UNSET
+  if [[ ${cfg_mode} != command ]] && ((cfg_jupyter)); then
+    prepare_runtime_dir             # 34: Jupyter's runtime folder, the dev user's alone
+    if ((cfg_gen_cert)) && [[ ${cfg_mode} == services ]]; then make_certificate; fi # 34: GEN_CERT
   fi
-  prepare_ssh                       # 40: host keys, authorized keys, `sshd -t`
-  report_user_state                 # 26: its notes, now that every setting has passed
-  write_services                    # 90: what the healthcheck must find answering
-  start_ssh
+  [[ ${cfg_mode} == command ]] || prepare_ssh # 40: host keys, authorized keys, `sshd -t`
+  report_user_state                 # 45: its notes, now that every setting has passed
+  apply_umask                       # 45: NB_UMASK, for what starts from here on
+  [[ ${cfg_mode} != command ]] || exec_command "${cfg_command[@]}" # 45
+  write_services                    # 48: what the healthcheck must find answering
+  start_ssh                         # 48
   start_jupyter                     # 50
   start_selfcheck                   # 60: beside Jupyter, never in front of it
   supervise                         # 90: until a signal or a service dies

@@ -17,14 +17,14 @@ die() {
 # as a failed write halfway through the start.
 [[ -n ${TFENV_RUN_DIR:-} ]] ||
   die "TFENV_RUN_DIR is not set: the image's ENV sets it; do not override it with an empty value"
-# The Apptainer mode (07-apptainer): Apptainer (formerly Singularity) sets one of these in every
+# The Apptainer mode (13-apptainer): Apptainer (formerly Singularity) sets one of these in every
 # container it runs, as the calling user, with a read-only image and the host's home and network.
 apptainer_mode=0
 [[ -z ${APPTAINER_CONTAINER:-}${SINGULARITY_CONTAINER:-} ]] || apptainer_mode=1
 readonly apptainer_mode
 # Where the image's run directory cannot be written (Apptainer's read-only image, or `docker run
 # --read-only --tmpfs /run --user UID`, whose /run is root's), the run directory is a folder of this
-# run's own under TMPDIR or /tmp, made by 15-privileges and removed at the end (07-apptainer): one
+# run's own under TMPDIR or /tmp, made by 15-privileges and removed at the end (15-privileges: make_run_dir): one
 # per run, as under Apptainer /tmp is the node's, shared with other users' servers. Root keeps the
 # image's (sshd needs /run anyway). The name is paired with per_run_dir in healthchecks/healthcheck.py.
 readonly IMAGE_RUN_DIR=${TFENV_RUN_DIR}
@@ -48,7 +48,7 @@ readonly RUN_DIR=${TFENV_RUN_DIR}
 # again only where it must find the file without the entrypoint's help (a probe, a run by hand);
 # those places say "paired with entrypoint.d/00-common.sh".
 # The services the healthcheck must find answering, one a line: "jupyter RUNTIME_DIR", "ssh PORT";
-# written by write_services (90), read by healthchecks/healthcheck.py (paired).
+# written by write_services (48), read by healthchecks/healthcheck.py (paired).
 readonly SERVICES_FILE=${RUN_DIR}/services
 # The last self-check report: the start-up run is given it as --output (60); a run by hand writes
 # the same file by default (selfcheck/cli.py, paired).
@@ -100,4 +100,37 @@ mount_points_under() {
   for ((i = 0; i < ${#mounts[@]}; i += 2)); do
     [[ ${mounts[i]} != "$1" && ${mounts[i]} != "${1%/}/"* ]] || printf '%s\n' "${mounts[i]}"
   done
+}
+
+# The dev user as built: the Dockerfile's NB_USER, which the image's ENV keeps in TFENV_IMAGE_USER
+# (NB_USER itself is the user's to override).
+[[ -n ${TFENV_IMAGE_USER:-} ]] ||
+  die "TFENV_IMAGE_USER is not set: the image's ENV sets it; do not override it with an empty value"
+readonly IMAGE_USER=${TFENV_IMAGE_USER}
+# The image-side helper that writes passwd/group copies (20-user).
+readonly USERS_PY=/opt/tf29-env/startup/users.py
+# The Apptainer mode's helper: the port on a shared node, the hub's port report, the tunnel line.
+readonly APPTAINER_PY=/opt/tf29-env/startup/apptainer.py
+
+# why_not_writable PATH: " (read-only file system)", or " for uid N (owner U:G, mode M)".
+why_not_writable() {
+  if on_read_only_fs "$1"; then
+    printf ' (read-only file system)'
+  else
+    printf ' for uid %s (%s)' "${EUID}" "$(stat -c 'owner %u:%g, mode %a' "$1" 2>/dev/null || echo missing)"
+  fi
+}
+
+# write_nss_entry UID GID: passwd and group copies with NB_USER (and NB_GROUP, or NB_USER, for a gid
+# without a group) in a folder of the uid's own under /tmp, served by libnss-wrapper to every process
+# started from here on (LD_PRELOAD). `docker exec` sessions start elsewhere and see /etc/passwd only.
+write_nss_entry() {
+  local dir=/tmp/tf29-env-nss-$1 answer
+  mkdir -m 700 "${dir}" 2>/dev/null || true
+  [[ -d ${dir} && ! -L ${dir} && -O ${dir} ]] ||
+    die "${dir} is not a folder of uid $1 (made by another user?): the passwd entry for uid $1 cannot be written; start with a fresh /tmp (--tmpfs /tmp)"
+  answer=$(/usr/bin/python3 -I "${USERS_PY}" nss "${dir}" "$1" "$2" "${NB_USER}" "${cfg_group:-${NB_USER}}" "${user_home}" 2>&1) ||
+    die "${answer//$'\n'/ }"
+  export LD_PRELOAD="libnss_wrapper.so${LD_PRELOAD:+ ${LD_PRELOAD}}" NSS_WRAPPER_PASSWD=${dir}/passwd NSS_WRAPPER_GROUP=${dir}/group
+  log "uid $1 is ${NB_USER} (home ${user_home}): its passwd entry is in ${dir}, served by libnss-wrapper; nothing under /etc is written"
 }

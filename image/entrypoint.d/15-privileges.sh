@@ -11,7 +11,7 @@
 # image's /run (root's, 755), so without root only a tmpfs on the run directory itself will do.
 check_run_dir() {
   if ((run_dir_per_run)); then
-    make_run_dir # 07-apptainer: this run's own, under TMPDIR or /tmp
+    make_run_dir # this run's own, under TMPDIR or /tmp
     return 0
   fi
   if [[ ! -e ${RUN_DIR} ]]; then
@@ -30,11 +30,19 @@ check_privileges() {
   [[ ${cfg_mode} == command ]] || check_run_dir
 }
 
-# why_not_writable PATH: " (read-only file system)", or " for uid N (owner U:G, mode M)".
-why_not_writable() {
-  if on_read_only_fs "$1"; then
-    printf ' (read-only file system)'
+# make_run_dir: this run's own run directory (00-common named it), mode 700; a folder of the name
+# that is the caller's own is left from an earlier process of the same pid and taken over.
+make_run_dir() {
+  local error
+  if [[ -e ${RUN_DIR} || -L ${RUN_DIR} ]]; then
+    [[ -d ${RUN_DIR} && ! -L ${RUN_DIR} && -O ${RUN_DIR} ]] ||
+      die "${RUN_DIR} exists and is not a folder of uid ${EUID}: set TMPDIR to a folder of your own"
+    find "${RUN_DIR}" -mindepth 1 -delete
+    chmod 700 "${RUN_DIR}"
   else
-    printf ' for uid %s (%s)' "${EUID}" "$(stat -c 'owner %u:%g, mode %a' "$1" 2>/dev/null || echo missing)"
+    error=$(mkdir -m 700 -- "${RUN_DIR}" 2>&1) ||
+      die "${IMAGE_RUN_DIR} is not writable here, and the run directory ${RUN_DIR} cannot be made (${error//$'\n'/ }): set TMPDIR to a writable folder, or mount a tmpfs on /tmp"
   fi
+  trap 'rm -rf -- "${RUN_DIR}"' EXIT
+  log "runtime files in ${RUN_DIR} (${IMAGE_RUN_DIR} is not writable here), removed when the server stops"
 }

@@ -14,13 +14,16 @@
 # The name an earlier start of this container gave the dev user (NB_USER other than the image's
 # jovyan): a restart must find that user again, and not take another user of the name for it.
 readonly RENAMED_USER_FILE=/etc/tf29-env/dev-user
+# The image's quickstart notebooks, and where a host home gets its copy.
+readonly QUICKSTART_SOURCE=/home/${TFENV_IMAGE_USER:-jovyan}/quickstart
+readonly QUICKSTART_COPY_NAME=tf29-env-quickstart
 
 # What fit_user changes as root (user_from, user_old_uid/gid, user_rename, user_refit, user_new_group,
 # user_group_rename, user_join_users) is the plan's (startup/plan.py: plan_user), checked beforehand.
 
 fit_user() {
   if ((apptainer_mode)); then
-    fit_user_apptainer # 07-apptainer
+    fit_user_apptainer
     return 0
   fi
   if ((!is_root)); then
@@ -183,20 +186,6 @@ fit_user_without_root() {
   export HOME=${user_home} USER=${name} LOGNAME=${name}
 }
 
-# write_nss_entry UID GID: passwd and group copies with NB_USER (and NB_GROUP, or NB_USER, for a gid
-# without a group) in a folder of the uid's own under /tmp, served by libnss-wrapper to every process
-# started from here on (LD_PRELOAD). `docker exec` sessions start elsewhere and see /etc/passwd only.
-write_nss_entry() {
-  local dir=/tmp/tf29-env-nss-$1 answer
-  mkdir -m 700 "${dir}" 2>/dev/null || true
-  [[ -d ${dir} && ! -L ${dir} && -O ${dir} ]] ||
-    die "${dir} is not a folder of uid $1 (made by another user?): the passwd entry for uid $1 cannot be written; start with a fresh /tmp (--tmpfs /tmp)"
-  answer=$(/usr/bin/python3 -I "${USERS_PY}" nss "${dir}" "$1" "$2" "${NB_USER}" "${cfg_group:-${NB_USER}}" "${user_home}" 2>&1) ||
-    die "${answer//$'\n'/ }"
-  export LD_PRELOAD="libnss_wrapper.so${LD_PRELOAD:+ ${LD_PRELOAD}}" NSS_WRAPPER_PASSWD=${dir}/passwd NSS_WRAPPER_GROUP=${dir}/group
-  log "uid $1 is ${NB_USER} (home ${user_home}): its passwd entry is in ${dir}, served by libnss-wrapper; nothing under /etc is written"
-}
-
 # make_scratch_home: the home folder is on a read-only root file system (--read-only), and
 # JupyterLab, IPython and matplotlib write their settings and caches under HOME; so HOME moves to
 # /tmp (a tmpfs there: 15-privileges has checked that it is writable). Made by the dev user
@@ -210,16 +199,39 @@ make_scratch_home() {
   log "the root file system is read-only: HOME is ${user_home}, whose files are lost when the container stops (save work in ~/work); JupyterLab still opens ${NB_HOME}"
 }
 
-# apply_umask: NB_UMASK for what starts from here on as the dev user: JupyterLab, its kernels and
-# terminals, or the command (docker-stacks: the server only). The start hooks, which ran before,
-# keep the default, and so do SSH sessions: sshd sets its own (022) for each login.
-apply_umask() {
-  [[ -n ${cfg_umask} ]] || return 0
-  umask "${cfg_umask}"
-  log "umask ${cfg_umask} (NB_UMASK) for JupyterLab and the command (not SSH sessions)"
+# fit_user_apptainer: 20-user's fit_user in this mode. The user is the caller, with the passwd
+# entry Apptainer gives the container (or, where there is none, libnss-wrapper's, write_nss_entry in 00-common).
+fit_user_apptainer() {
+  local uid entry name
+  uid=$(id -u)
+  ((!cfg_user_site)) ||
+    log "ENABLE_USER_SITE=1: the host's PYTHONPATH and ~/.local (pip install --user) are used as they are and may shadow the image's pinned packages"
+  ((!cfg_dropped_pythonpath)) ||
+    warn "PYTHONPATH from the host is not passed on: its packages would come before the image's pinned ones (ENABLE_USER_SITE=1 keeps it)"
+  NB_HOME=${HOME} home_folder=${HOME} user_home=${HOME}
+  as_user=()
+  entry=$(getent passwd "${uid}") || entry=""
+  if [[ -n ${entry} ]]; then
+    name=${entry%%:*}
+  else
+    write_nss_entry "${uid}" "$(id -g)"
+    name=${NB_USER}
+  fi
+  export USER=${name} LOGNAME=${name}
+  [[ ${cfg_mode} != command ]] || return 0
+  log "Apptainer: running as ${name} (uid ${uid}) with the host's home and network; no sshd (it needs root): reach JupyterLab through the login node with ssh -L (the line below)"
+  copy_quickstart
 }
 
-# A command given to `docker run IMAGE CMD...` runs as the dev user, in the same environment.
-exec_command() {
-  exec "${as_user[@]}" "$@"
+# copy_quickstart: the image's quickstart notebooks, once, into the home folder that JupyterLab
+# opens (the image's own ~/quickstart is not under it). A copy that is there already is the user's.
+copy_quickstart() {
+  local target=${HOME}/${QUICKSTART_COPY_NAME} error
+  [[ -d ${QUICKSTART_SOURCE} && ${HOME} != "${QUICKSTART_SOURCE%/*}" ]] || return 0
+  [[ ! -e ${target} && ! -L ${target} ]] || return 0
+  error=$(cp -R -- "${QUICKSTART_SOURCE}" "${target}" 2>&1) || {
+    warn "the quickstart notebooks could not be copied to ${target}: ${error//$'\n'/ }"
+    return 0
+  }
+  log "the quickstart notebooks are in ~/${QUICKSTART_COPY_NAME} (copied from the image once; remove the folder to get this image's copy)"
 }

@@ -19,14 +19,3 @@ prepare_user_state() {
   mapfile -t user_state_report < <("${as_user[@]}" /usr/bin/python3 -I "${USERSTATE_PY}" start "${user_home}" "${folder}" 2>&1 || true)
 }
 
-# report_user_state: what prepare_user_state found, once every setting has passed its check (a bad
-# one is the only line a failed start prints).
-report_user_state() {
-  local line
-  for line in "${user_state_report[@]}"; do
-    case ${line} in
-      "WARNING: "*) warn "${line#WARNING: }" ;;
-      *) log "${line}" ;;
-    esac
-  done
-}

@@ -8,7 +8,7 @@ ssh_key_count=0
 readonly SSHD_DIR=/run/tf29-env-sshd
 
 prepare_ssh() {
-  ((cfg_ssh && !apptainer_mode)) || return 0 # 07-apptainer has said why not
+  ((cfg_ssh && !apptainer_mode)) || return 0 # 13-apptainer: no sshd in that mode
   if [[ -z ${cfg_ssh_keys} ]]; then
     log "SSH is off: no SSH_AUTHORIZED_KEYS or SSH_AUTHORIZED_KEYS_FILE given (login is key-only)"
     return 0
@@ -86,22 +86,3 @@ write_ssh_environment() {
   printf '%s\n' "${line}"
 }
 
-start_ssh() {
-  ((ssh_on)) || return 0
-  /usr/sbin/sshd "${sshd_args[@]}" 2> >(drop_healthcheck_noise >&2) &
-  children[$!]=sshd
-  log "SSH: listening on port ${SSH_PORT} for ${NB_USER} (${ssh_key_count} public keys; no passwords)"
-}
-
-# The healthcheck opens a connection every few seconds and closes it after the greeting; sshd
-# logs two lines for each. Keep everything else, failed logins from loopback included.
-drop_healthcheck_noise() {
-  local line
-  while IFS= read -r line; do
-    line=${line%$'\r'}
-    case "${line}" in
-      "kex_exchange_identification: Connection closed by remote host" | "Connection closed by 127.0.0.1 port "[0-9]*) ;;
-      *) printf '%s\n' "${line}" ;;
-    esac
-  done
-}

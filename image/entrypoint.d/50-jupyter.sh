@@ -17,7 +17,6 @@ start_jupyter() {
   args+=(--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate --LabApp.news_url=None)
   without_overridden_options
   args+=("${cfg_server_args[@]}")
-  prepare_runtime_dir
   # Secrets travel in the server's environment, set in this subshell (not as `env NAME=VALUE`, whose
   # argv every process can read in ps). What the entrypoint has read already, the server and its
   # kernels get no copy of; jupyter/jupyter_server_config.py takes JUPYTER_TOKEN out of the server's
@@ -33,7 +32,7 @@ start_jupyter() {
   ) &
   children[$!]=jupyter
   if ((apptainer_mode)) && [[ ${cfg_mode} == services ]]; then
-    announce_tunnel "$!" # 07-apptainer: the ssh -L line, once it listens
+    announce_tunnel "$!" # the ssh -L line, once it listens
   elif ((cfg_token_generated)); then
     local scheme=http page=lab
     ((!cfg_gen_cert)) || scheme=https
@@ -84,7 +83,7 @@ lab_server_args() {
     jupyter "${cfg_jupyter_app}" # 52: DOCKER_STACKS_JUPYTER_CMD
     "--ServerApp.ip=$(jupyter_listen_ip)"
     "--ServerApp.port=${cfg_jupyter_port}"
-    "--ServerApp.port_retries=${cfg_port_retries}" # 07-apptainer: 0 but for a port it chose
+    "--ServerApp.port_retries=${cfg_port_retries}" # 13-apptainer: 0 but for a port it chose
     --ServerApp.open_browser=False
     "--ServerApp.root_dir=${NB_HOME}"
     "--ServerApp.base_url=${cfg_base_url}"
@@ -114,20 +113,12 @@ lab_server_args() {
   fi
 }
 
-# Jupyter's runtime files (jpserver-PID.json and jpserver-PID-open.html with the token, the cookie
-# secret, the kernels' connection files with their keys) are for the dev user alone: their folder is
-# the dev user's, mode 700 (jupyter_client adds the sticky bit), whatever mode Jupyter gives a file;
-# it makes the -open.html readable by all and has no setting against it. The folder sits in the
-# world-writable run directory and outlives a restart, so a link left there by the dev user is
-# removed first: root's chown and chmod would otherwise act on the link's target.
-prepare_runtime_dir() {
-  local dir=${JUPYTER_RUNTIME_DIR}
-  if ((is_root)); then
-    if [[ -L ${dir} ]]; then rm -f -- "${dir}"; fi
-    mkdir -p -- "${dir}"
-    chown -h "${NB_UID}:${NB_GID}" "${dir}"
-  else
-    mkdir -p -- "${dir}"
-  fi
-  chmod 700 "${dir}"
+# announce_tunnel PID: once JupyterLab (PID) listens, the line to paste on a laptop and the URL,
+# from its runtime file (the port it took, the token). In the background: it ends by itself.
+announce_tunnel() {
+  local node login
+  node=${SLURMD_NODENAME:-$(hostname)}
+  login=${LOGIN_HOST:-${SLURM_SUBMIT_HOST:-}}
+  /usr/bin/python3 -I "${APPTAINER_PY}" announce "${JUPYTER_RUNTIME_DIR}" "$1" "${node}" "${login}" \
+    "${USER:-$(id -un)}" "${cfg_token_generated}" &
 }

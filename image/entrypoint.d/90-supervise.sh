@@ -1,23 +1,12 @@
 # shellcheck shell=bash
-# 90-supervise: the supervised services. Which of them the healthcheck must find answering is
-# written here before they start; then wait for them. `docker stop` (SIGTERM) stops them all and
+# 90-supervise: the supervised services. Which of them the healthcheck must find answering was
+# written before they started (48-services); now wait for them. `docker stop` (SIGTERM) stops them all and
 # exits 0 well inside Docker's 10 s; a service that dies on its own takes the container down with a
 # non-zero exit, so a restart policy restarts it instead of leaving it half-alive.
 
 declare -A children=()
 stopping=0
 readonly STOP_GRACE_SECONDS=8
-
-# SERVICES_FILE, rewritten at every start once SSH's fate is known and before anything starts. A
-# restarted container still holds the last start's Jupyter runtime files, whose pid a new process
-# may well have now: they go first, so that the healthcheck only finds the new server's.
-write_services() {
-  local services=""
-  ((cfg_jupyter)) && services+="jupyter ${JUPYTER_RUNTIME_DIR}"$'\n'
-  ((ssh_on)) && services+="ssh ${SSH_PORT}"$'\n'
-  rm -f "${JUPYTER_RUNTIME_DIR}"/jpserver-* 2>/dev/null || true
-  printf '%s' "${services}" >"${SERVICES_FILE}"
-}
 
 on_stop_signal() {
   stopping=1

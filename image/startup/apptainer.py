@@ -1,4 +1,4 @@
-"""The Apptainer mode's planning (entrypoint.d/07-apptainer.sh): which port JupyterLab takes on a
+"""The Apptainer mode's planning (entrypoint.d/13-apptainer.sh): which port JupyterLab takes on a
 node that other users' servers share, and, once it listens, the line a person pastes on a laptop.
 
 Under Apptainer the image runs as the calling user on the host's network: every server on a node

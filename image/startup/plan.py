@@ -492,7 +492,7 @@ class Planner:
         port = match.group(4) or ("80" if match.group(1) == "http" else "443")
         self.plan["cfg_jupyter_port"] = port
         if self.apptainer and int(port) == 0:
-            self.plan["cfg_report_port"] = "1"  # 07-apptainer: batchspawner's hub waits to be told the port
+            self.plan["cfg_report_port"] = "1"  # 13-apptainer: batchspawner's hub waits to be told the port
         elif not 1 <= int(port) <= 65535:
             raise Refused(f"JUPYTERHUB_SERVICE_URL='{url}': port {port} is not a TCP port (1-65535)")
         base_url = self.get("JUPYTERHUB_SERVICE_PREFIX") or "/"

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# 52-serveropts: docker-stacks' options for the server, read and checked with the other settings
+# 32-serveropts: docker-stacks' options for the server, read and checked with the other settings
 # (startup/plan.py: load_server_options), applied once the hooks have run (apply_server_options):
 #   DOCKER_STACKS_JUPYTER_CMD  lab (default), server or notebook: the app the services mode starts.
 #                              notebook needs the notebook package, which the image lacks unless
@@ -11,10 +11,10 @@
 #                              the hooks have run (hooks may still use them), so that the server,
 #                              its kernels, SSH sessions and a command never see them.
 #   GEN_CERT                   a switch: JupyterLab speaks HTTPS with a self-signed certificate made
-#                              at every start (55-cert); the token or password stays required.
+#                              at every start (34-runtime); the token or password stays required.
 
 # After the hooks, before anything starts (the command included): the named variables go, then
-# JUPYTER_ENV_VARS_TO_UNSET itself, as in docker-stacks; the certificate is made (55-cert).
+# JUPYTER_ENV_VARS_TO_UNSET itself, as in docker-stacks.
 apply_server_options() {
   local name gone=()
   for name in "${cfg_unset_names[@]}"; do
@@ -26,5 +26,4 @@ apply_server_options() {
   done
   unset -v JUPYTER_ENV_VARS_TO_UNSET
   ((${#gone[@]} == 0)) || log "JUPYTER_ENV_VARS_TO_UNSET: ${gone[*]} taken out of the environment of everything started from here on"
-  if ((cfg_gen_cert)) && [[ ${cfg_mode} == services ]]; then make_certificate; fi
 }

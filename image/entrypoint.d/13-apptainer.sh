@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# 07-apptainer: the Apptainer mode (formerly Singularity; 00-common detects it from
+# 13-apptainer: the Apptainer mode's settings (formerly Singularity; 00-common detects it from
 # APPTAINER_CONTAINER or SINGULARITY_CONTAINER). Apptainer runs the image as the calling user, on
 # a read-only image, with the host's $HOME and the host's network, typically as a Slurm job on a
 # shared compute node (docs/hpc.md). So, in this mode:
@@ -16,10 +16,6 @@
 #     shadow the image's pinned ones. ENABLE_USER_SITE=1 keeps both as they are.
 # Slurm's end of a job (SIGTERM) stops JupyterLab as `docker stop` does (90-supervise), exit 0.
 
-readonly APPTAINER_PY=/opt/tf29-env/startup/apptainer.py
-# The image's quickstart notebooks, and where a host home gets its copy.
-readonly QUICKSTART_SOURCE=/home/${TFENV_IMAGE_USER:-jovyan}/quickstart
-readonly QUICKSTART_COPY_NAME=tf29-env-quickstart
 
 cfg_port_retries=0 cfg_user_site=0 cfg_dropped_pythonpath=0 cfg_report_port=0
 
@@ -59,66 +55,3 @@ load_apptainer_config() {
     /usr/bin/python3 -I "${APPTAINER_PY}" report-port "${cfg_jupyter_port}" 2>&1) || die "${answer//$'\n'/ }"
 }
 
-# fit_user_apptainer: 20-user's fit_user in this mode. The user is the caller, with the passwd
-# entry Apptainer gives the container (or, where there is none, libnss-wrapper's, 20-user).
-fit_user_apptainer() {
-  local uid entry name
-  uid=$(id -u)
-  ((!cfg_user_site)) ||
-    log "ENABLE_USER_SITE=1: the host's PYTHONPATH and ~/.local (pip install --user) are used as they are and may shadow the image's pinned packages"
-  ((!cfg_dropped_pythonpath)) ||
-    warn "PYTHONPATH from the host is not passed on: its packages would come before the image's pinned ones (ENABLE_USER_SITE=1 keeps it)"
-  NB_HOME=${HOME} home_folder=${HOME} user_home=${HOME}
-  as_user=()
-  entry=$(getent passwd "${uid}") || entry=""
-  if [[ -n ${entry} ]]; then
-    name=${entry%%:*}
-  else
-    write_nss_entry "${uid}" "$(id -g)"
-    name=${NB_USER}
-  fi
-  export USER=${name} LOGNAME=${name}
-  [[ ${cfg_mode} != command ]] || return 0
-  log "Apptainer: running as ${name} (uid ${uid}) with the host's home and network; no sshd (it needs root): reach JupyterLab through the login node with ssh -L (the line below)"
-  copy_quickstart
-}
-
-# copy_quickstart: the image's quickstart notebooks, once, into the home folder that JupyterLab
-# opens (the image's own ~/quickstart is not under it). A copy that is there already is the user's.
-copy_quickstart() {
-  local target=${HOME}/${QUICKSTART_COPY_NAME} error
-  [[ -d ${QUICKSTART_SOURCE} && ${HOME} != "${QUICKSTART_SOURCE%/*}" ]] || return 0
-  [[ ! -e ${target} && ! -L ${target} ]] || return 0
-  error=$(cp -R -- "${QUICKSTART_SOURCE}" "${target}" 2>&1) || {
-    warn "the quickstart notebooks could not be copied to ${target}: ${error//$'\n'/ }"
-    return 0
-  }
-  log "the quickstart notebooks are in ~/${QUICKSTART_COPY_NAME} (copied from the image once; remove the folder to get this image's copy)"
-}
-
-# make_run_dir: this run's own run directory (00-common named it), mode 700; a folder of the name
-# that is the caller's own is left from an earlier process of the same pid and taken over.
-make_run_dir() {
-  local error
-  if [[ -e ${RUN_DIR} || -L ${RUN_DIR} ]]; then
-    [[ -d ${RUN_DIR} && ! -L ${RUN_DIR} && -O ${RUN_DIR} ]] ||
-      die "${RUN_DIR} exists and is not a folder of uid ${EUID}: set TMPDIR to a folder of your own"
-    find "${RUN_DIR}" -mindepth 1 -delete
-    chmod 700 "${RUN_DIR}"
-  else
-    error=$(mkdir -m 700 -- "${RUN_DIR}" 2>&1) ||
-      die "${IMAGE_RUN_DIR} is not writable here, and the run directory ${RUN_DIR} cannot be made (${error//$'\n'/ }): set TMPDIR to a writable folder, or mount a tmpfs on /tmp"
-  fi
-  trap 'rm -rf -- "${RUN_DIR}"' EXIT
-  log "runtime files in ${RUN_DIR} (${IMAGE_RUN_DIR} is not writable here), removed when the server stops"
-}
-
-# announce_tunnel PID: once JupyterLab (PID) listens, the line to paste on a laptop and the URL,
-# from its runtime file (the port it took, the token). In the background: it ends by itself.
-announce_tunnel() {
-  local node login
-  node=${SLURMD_NODENAME:-$(hostname)}
-  login=${LOGIN_HOST:-${SLURM_SUBMIT_HOST:-}}
-  /usr/bin/python3 -I "${APPTAINER_PY}" announce "${JUPYTER_RUNTIME_DIR}" "$1" "${node}" "${login}" \
-    "${USER:-$(id -un)}" "${cfg_token_generated}" &
-}
