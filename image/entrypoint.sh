@@ -24,7 +24,6 @@ source 26-userstate.sh
 source 30-hooks.sh
 source 32-serveropts.sh
 source 34-runtime.sh
-source 35-listen.sh
 source 40-ssh.sh
 source 45-command.sh
 source 48-services.sh
@@ -40,7 +39,7 @@ main() {
     check_host_key_dir              # 10: SSH_HOST_KEY_DIR can be made (known only by trying)
   fi
   [[ ${cfg_mode} != hub ]] || take_hub_secrets # 12: the hub's secrets leave the environment
-  load_apptainer_config             # 13: under Apptainer, the port on a shared node, PYTHONNOUSERSITE
+  apply_apptainer_settings          # 13: under Apptainer, PYTHONNOUSERSITE; batchspawner told the port
   check_privileges                  # 15: the run directory (root's needs: the plan checked them)
   fit_user                          # 20: NB_USER, NB_UID, NB_GID (without root: libnss-wrapper)
   grant_sudo                        # 22: GRANT_SUDO, only when asked

@@ -24,7 +24,7 @@ apptainer_mode=0
 readonly apptainer_mode
 # Where the image's run directory cannot be written (Apptainer's read-only image, or `docker run
 # --read-only --tmpfs /run --user UID`, whose /run is root's), the run directory is a folder of this
-# run's own under TMPDIR or /tmp, made by 15-privileges and removed at the end (15-privileges: make_run_dir): one
+# run's own under TMPDIR or /tmp, made and removed at the end by 15-privileges (make_run_dir): one
 # per run, as under Apptainer /tmp is the node's, shared with other users' servers. Root keeps the
 # image's (sshd needs /run anyway). The name is paired with per_run_dir in healthchecks/healthcheck.py.
 readonly IMAGE_RUN_DIR=${TFENV_RUN_DIR}
@@ -60,16 +60,6 @@ readonly SELFCHECK_REPORT=${RUN_DIR}/selfcheck.json
 [[ -n ${JUPYTER_RUNTIME_DIR:-} ]] || JUPYTER_RUNTIME_DIR=${RUN_DIR}/jupyter
 readonly JUPYTER_RUNTIME_DIR
 export JUPYTER_RUNTIME_DIR
-
-# parse_switch OUT NAME DEFAULT: OUT=1 or 0 from the variable NAME (unset or empty: DEFAULT).
-parse_switch() {
-  local value=${!2:-$3}
-  case "${value,,}" in
-    1 | true | yes | on) printf -v "$1" 1 ;;
-    0 | false | no | off) printf -v "$1" 0 ;;
-    *) die "$2='${value}' is not a switch: use 1/0, true/false, yes/no or on/off" ;;
-  esac
-}
 
 # on_read_only_fs PATH: PATH lies on a file system mounted read-only (`docker run --read-only`, a
 # read-only volume), not merely one the caller lacks permission for. The mount on top whose

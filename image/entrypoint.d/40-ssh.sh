@@ -29,9 +29,9 @@ prepare_ssh() {
 
   install -d -m 755 "${cfg_host_key_dir}"
   local type
-  # IPv4, and IPv6 where the container has it (35-listen).
+  # IPv4, and IPv6 where the container has it (startup/plan.py: plan_listening).
   sshd_args=(-D -e -f /opt/tf29-env/ssh/sshd_config -p "${SSH_PORT}" -o "AllowUsers=${NB_USER}"
-    -o "AddressFamily=$(sshd_address_family)")
+    -o "AddressFamily=${cfg_sshd_family}")
   for type in ed25519 rsa; do
     if [[ ! -s ${cfg_host_key_dir}/ssh_host_${type}_key ]]; then
       ssh-keygen -q -t "${type}" -N '' -C "tf29-env host key" -f "${cfg_host_key_dir}/ssh_host_${type}_key"

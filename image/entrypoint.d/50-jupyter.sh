@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # 50-jupyter: the Jupyter server as the dev user (never root), in one of two forms (startup/plan.py: select_mode):
-# JupyterLab on JUPYTER_PORT (IPv4, and IPv6 where the container has it: 35-listen) under JUPYTER_BASE_URL with the auth startup/plan.py settled on, or,
+# JupyterLab on JUPYTER_PORT (IPv4, and IPv6 where the container has it: startup/plan.py) under JUPYTER_BASE_URL with the auth startup/plan.py settled on, or,
 # in the hub mode, jupyterhub-singleuser, which takes its port, prefix and login from the hub (startup/plan.py: load_hub_config).
 # Extra args (start-notebook.sh ARGS, jupyterhub-singleuser ARGS) come last, so they win.
 
@@ -81,9 +81,9 @@ hub_server_args() {
 lab_server_args() {
   args=(
     jupyter "${cfg_jupyter_app}" # 52: DOCKER_STACKS_JUPYTER_CMD
-    "--ServerApp.ip=$(jupyter_listen_ip)"
+    "--ServerApp.ip=${cfg_listen_ip}"
     "--ServerApp.port=${cfg_jupyter_port}"
-    "--ServerApp.port_retries=${cfg_port_retries}" # 13-apptainer: 0 but for a port it chose
+    "--ServerApp.port_retries=${cfg_port_retries}" # 0 but for a port the plan chose under Apptainer
     --ServerApp.open_browser=False
     "--ServerApp.root_dir=${NB_HOME}"
     "--ServerApp.base_url=${cfg_base_url}"

@@ -22,7 +22,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Uni
 
 from dockerstacks import notebook_args
 
-from startup import users
+from startup import apptainer, users
 from startup.userstate import read_mounts
 
 USAGE = 2
@@ -56,6 +56,11 @@ SELFCHECK = "/opt/tf29-env/bin/selfcheck"
 UNPRIVILEGED_PORT_START = "/proc/sys/net/ipv4/ip_unprivileged_port_start"
 MOUNTINFO = "/proc/self/mountinfo"
 STATUS = "/proc/self/status"
+# The container's IPv6 addresses: its loopback ::1 is there exactly when IPv6 is on (switching it off
+# takes every IPv6 address away). Docker turns IPv6 on for an IPv6 network, Kubernetes on a
+# dual-stack cluster; elsewhere it is off, the normal case and no warning's worth.
+IF_INET6 = "/proc/net/if_inet6"
+IPV6_LOOPBACK = "00000000000000000000000000000001 "
 # sshd's run directory (paired with ssh/sshd_config and entrypoint.d/40-ssh.sh).
 SSHD_DIR = "/run/tf29-env-sshd"
 # The capabilities some step needs, with their bits in /proc/PID/status (linux/capability.h).
@@ -69,6 +74,7 @@ HUB_COMMANDS = ("jupyterhub-singleuser", "start-singleuser.sh", "start-singleuse
 NOTEBOOK_COMMANDS = ("start-notebook.sh", "start-notebook.py")
 COMMAND_WRAPPER = "start.sh"
 
+LOGIN_HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 SERVER_AUTH_ARG = re.compile(r"--?[A-Za-z]*\.?(token|password|hashed_password)(=|$)")
 PASSWORD_HASH = re.compile(r"(argon2:\$argon2(id|i|d)\$|sha1:|sha256:)\S+")
 HUB_URL = re.compile(r"(https?)://([A-Za-z0-9._-]*|\[[0-9A-Fa-f:.]+\])(:([0-9]{1,5}))?(/\S*)?")
@@ -163,6 +169,9 @@ class System:
                 return int(line.split()[1], 16)
         return 0
 
+    def port_free(self, port: int) -> bool:
+        return apptainer.port_free(port)
+
     def owner_and_mode(self, path: str) -> str:
         """As `stat -c 'owner %u:%g, mode %a'` says it, or "missing"."""
         try:
@@ -206,7 +215,8 @@ class Planner:
         self.env = env
         self.args = list(args)
         self.system = system
-        self.plan: Dict[str, Value] = {"is_root": "1" if euid == 0 else "0", "cfg_report_port": "0"}
+        self.plan: Dict[str, Value] = {"is_root": "1" if euid == 0 else "0", "cfg_report_port": "0",
+                                       "cfg_port_retries": "0", "cfg_user_site": "0", "cfg_dropped_pythonpath": "0"}
         self.exports: Dict[str, str] = {}
         self.warnings: List[str] = []
         self.euid = euid
@@ -230,11 +240,11 @@ class Planner:
         self.read_mounts()
         self.check_scratch()
         self.select_mode()
+        self.plan_listening()
         self.load_config()
         self.load_user_config()
-        if self.apptainer and self.euid == 0:
-            raise Refused("Apptainer runs this image as the calling user, but this start runs as uid 0 (--fakeroot?): "
-                          "drop --fakeroot, nothing here needs root")
+        if self.apptainer:
+            self.load_apptainer_config()
         self.plan_user()
         self.check_privileges()
 
@@ -264,6 +274,53 @@ class Planner:
         if not self.system.writable(SCRATCH):
             raise Refused(f"{SCRATCH} is not writable{self.why_not_writable(SCRATCH)}: mount a tmpfs there (--tmpfs "
                           f"{SCRATCH})")
+
+    # The addresses Jupyter and sshd listen on: IPv4, and IPv6 where the container has it. Jupyter's
+    # ServerApp.ip empty is "every address" (tornado opens 0.0.0.0 and ::), where "::" alone would be
+    # IPv6 only; sshd's AddressFamily is any or inet.
+    def plan_listening(self) -> None:
+        inet6 = self.system.read_file(IF_INET6) or ""
+        ipv6 = any(line.startswith(IPV6_LOOPBACK) for line in inet6.splitlines())
+        self.plan.update(cfg_listen_ip="" if ipv6 else "0.0.0.0", cfg_sshd_family="any" if ipv6 else "inet")  # noqa: S104
+
+    # 13: the Apptainer mode (entrypoint.d/13-apptainer.sh says what it is): the caller's home, the
+    # login host for the tunnel line, the port on a node other users' servers share (startup/apptainer.py).
+    def load_apptainer_config(self) -> None:
+        if self.euid == 0:
+            raise Refused("Apptainer runs this image as the calling user, but this start runs as uid 0 (--fakeroot?): "
+                          "drop --fakeroot, nothing here needs root")
+        user_site = switch(self.env, "ENABLE_USER_SITE", "0")
+        self.flag("cfg_user_site", user_site)
+        self.flag("cfg_dropped_pythonpath", not user_site and bool(self.get("PYTHONPATH")))
+        home, mode = self.get("HOME"), self.plan["cfg_mode"]
+        if not (len(home) > 1 and home.startswith("/") and self.system.is_dir(home)):
+            raise Refused(f"HOME='{home}' is not a folder: Apptainer mounts your home there; run without --no-home, "
+                          "or give one with --home DIR")
+        if mode == "command":
+            return
+        if not self.system.writable(home):
+            raise Refused(f"HOME={home} is not writable{self.why_not_writable(home)}: JupyterLab keeps your notebooks, "
+                          "its settings and the kernels' files there; give Apptainer a writable home (--home DIR)")
+        login = self.get("LOGIN_HOST")
+        if login and not (len(login) <= 253 and LOGIN_HOST.fullmatch(login)):
+            raise Refused("LOGIN_HOST is not a host name (letters, digits, dots and dashes, e.g. "
+                          "login.cluster.example.org)")
+        if not ((mode == "services" and self.on("cfg_jupyter")) or self.on("cfg_report_port")):
+            return
+        try:
+            port, retries = apptainer.plan_port(self.get("JUPYTER_PORT") or None, self.system.port_free)
+        except apptainer.Refused as refused:
+            raise Refused(str(refused)) from None
+        self.plan.update(cfg_jupyter_port=str(port), cfg_port_retries=str(retries))
+        if self.on("cfg_report_port"):
+            # batchspawner's hub gave port 0 and waits to be told the port (13-apptainer tells it);
+            # jupyterhub-singleuser binds the one in JUPYTERHUB_SERVICE_URL, so that one is it (no retries).
+            self.plan["cfg_port_retries"] = "0"
+            url = self.get("JUPYTERHUB_SERVICE_URL")
+            match = re.fullmatch(r"(https?://[^/]*):0+(/.*)?", url)
+            if match:
+                url = f"{match.group(1)}:{port}{match.group(2) or ''}"
+            self.exports["JUPYTERHUB_SERVICE_URL"] = url
 
     # 05: the mode, from the container's command.
     def select_mode(self) -> None:

@@ -1,4 +1,4 @@
-"""The Apptainer mode (issue 28, image/entrypoint.d/07-apptainer.sh) on the real engine, with Docker
+"""The Apptainer mode (issue 28, image/entrypoint.d/13-apptainer.sh) on the real engine, with Docker
 doing what Apptainer does to a container: APPTAINER_CONTAINER set, the calling user's uid (--user),
 a read-only image (--read-only, a tmpfs on /tmp), the host user's home bind-mounted with HOME
 pointing at it, and a node's network shared by every user's server on it. Tests may not use the

@@ -26,8 +26,11 @@ class FakeSystem(plan.System):
     def __init__(self, files: Mapping[str, str] | None = None, floor: int | None = 0,
                  self_check: tuple[int, str] = (0, "warn"), commands: tuple[str, ...] = (),
                  read_only: tuple[str, ...] = (), capabilities: int = (1 << 41) - 1,
-                 missing: tuple[str, ...] = ()) -> None:
+                 missing: tuple[str, ...] = (), taken: tuple[int, ...] = (), files_not_folders: tuple[str, ...] = ()
+                 ) -> None:
         self.files = dict(files or {})
+        self.taken = taken
+        self.files_not_folders = files_not_folders
         self.read_only = read_only
         self.capabilities = capabilities
         self.missing = missing
@@ -69,7 +72,10 @@ class FakeSystem(plan.System):
         return path not in self.missing
 
     def is_dir(self, path: str) -> bool:
-        return True
+        return path not in self.files_not_folders
+
+    def port_free(self, port: int) -> bool:
+        return port not in self.taken
 
     def user_ids(self, name: str) -> tuple[int, int]:
         return {"root": (0, 0), "daemon": (1, 1), "jovyan": (1000, 100), "ann": (1000, 100)}[name]
@@ -314,6 +320,27 @@ REFUSALS: dict[str, Row] = {
     "apptainer as root": ({"APPTAINER_CONTAINER": "/x.sif"}, (), 0, None,
                           "Apptainer runs this image as the calling user, but this start runs as uid 0 (--fakeroot?): "
                           "drop --fakeroot, nothing here needs root"),
+    "apptainer user site": ({"APPTAINER_CONTAINER": "/x.sif", "HOME": "/h", "ENABLE_USER_SITE": "maybe"}, (), 1000,
+                            None, "ENABLE_USER_SITE='maybe' is not a switch: use 1/0, true/false, yes/no or on/off"),
+    "apptainer without home": ({"APPTAINER_CONTAINER": "/x.sif", "HOME": "/"}, ("python",), 1000, None,
+                               "HOME='/' is not a folder: Apptainer mounts your home there; run without --no-home, or "
+                               "give one with --home DIR"),
+    "apptainer home a file": ({"APPTAINER_CONTAINER": "/x.sif", "HOME": "/h"}, (), 1000,
+                              FakeSystem(files_not_folders=("/h",)),
+                              "HOME='/h' is not a folder: Apptainer mounts your home there; run without --no-home, or "
+                              "give one with --home DIR"),
+    "apptainer home read-only": ({"APPTAINER_CONTAINER": "/x.sif", "HOME": "/h"}, (), 1000,
+                                 FakeSystem(read_only=("/h",)),
+                                 "HOME=/h is not writable for uid 1000 (owner 0:0, mode 755): JupyterLab keeps your "
+                                 "notebooks, its settings and the kernels' files there; give Apptainer a writable home "
+                                 "(--home DIR)"),
+    "apptainer login host": ({"APPTAINER_CONTAINER": "/x.sif", "HOME": "/h", "LOGIN_HOST": "-login"}, (), 1000, None,
+                             "LOGIN_HOST is not a host name (letters, digits, dots and dashes, e.g. "
+                             "login.cluster.example.org)"),
+    "apptainer port taken": ({"APPTAINER_CONTAINER": "/x.sif", "HOME": "/h", "JUPYTER_PORT": "9000"}, (), 1000,
+                             FakeSystem(taken=(9000,)),
+                             "JUPYTER_PORT=9000 is in use on this node (another server?): choose another port, or "
+                             "unset JUPYTER_PORT to take 8888 or the first free port after it"),
     "the dev user gone": ({"TFENV_IMAGE_USER": "ann", "NB_USER": "ann"}, (), 0, None,
                           "the dev user ann is not in /etc/passwd, nor an earlier NB_USER recorded in "
                           "/etc/tf29-env/dev-user: re-create the container (docker rm, then run)"),
@@ -431,8 +458,9 @@ def test_the_gids_that_are_allowed(gid: str) -> None:
 def test_the_default_plan() -> None:
     variables, exports, warnings = planned({})
     assert variables == {
-        "is_root": "1", "cfg_report_port": "0", "mounts": [], "cfg_mode": "services", "cfg_server_args": [],
-        "cfg_command": [],
+        "is_root": "1", "cfg_report_port": "0", "cfg_port_retries": "0", "cfg_user_site": "0",
+        "cfg_dropped_pythonpath": "0", "mounts": [], "cfg_mode": "services", "cfg_server_args": [],
+        "cfg_command": [], "cfg_listen_ip": "0.0.0.0", "cfg_sshd_family": "inet",  # noqa: S104 - the value, not a bind
         "cfg_jupyter": "1", "cfg_ssh": "1", "cfg_no_auth": "0", "cfg_self_check": "warn", "SSH_PORT": "22",
         "cfg_host_key_dir": "/etc/ssh/host-keys", "cfg_jupyter_app": "lab", "cfg_unset_names": [], "cfg_gen_cert": "0",
         "cfg_unprivileged_ports": "0", "cfg_jupyter_port": "8888", "cfg_base_url": "/", "cfg_token": "f" * 48,
@@ -477,9 +505,40 @@ def test_the_hub_plan() -> None:
     assert planned({**HUB, "JUPYTERHUB_SERVICE_URL": "http://x/"})[0]["cfg_jupyter_port"] == "80"
 
 
+APPTAINER = {"APPTAINER_CONTAINER": "/i.sif", "HOME": "/home/ann"}
+
+
 def test_apptainer_hub_on_port_0_reports_its_port() -> None:
-    variables = planned({**HUB, "JUPYTERHUB_SERVICE_URL": "http://x:0/", "APPTAINER_CONTAINER": "/i.sif"}, euid=1000)[0]
-    assert (variables["cfg_jupyter_port"], variables["cfg_report_port"]) == ("0", "1")
+    variables, exports, _ = planned({**HUB, **APPTAINER, "JUPYTERHUB_SERVICE_URL": "http://x:0/user/ann/"}, euid=1000,
+                                    system=FakeSystem(taken=(8888,)))
+    assert (variables["cfg_jupyter_port"], variables["cfg_report_port"], variables["cfg_port_retries"]) == \
+        ("8889", "1", "0")
+    assert exports["JUPYTERHUB_SERVICE_URL"] == "http://x:8889/user/ann/"
+
+
+def test_apptainer_takes_the_first_free_port_and_keeps_the_host_python_out() -> None:
+    variables = planned({**APPTAINER, "PYTHONPATH": "/sw/lib"}, euid=1000, system=FakeSystem(taken=(8888, 8889)))[0]
+    assert (variables["cfg_jupyter_port"], variables["cfg_port_retries"]) == ("8890", "50")
+    assert (variables["cfg_user_site"], variables["cfg_dropped_pythonpath"]) == ("0", "1")
+    variables = planned({**APPTAINER, "PYTHONPATH": "/sw/lib", "ENABLE_USER_SITE": "yes", "JUPYTER_PORT": "9000"},
+                        euid=1000)[0]
+    assert (variables["cfg_jupyter_port"], variables["cfg_port_retries"]) == ("9000", "0")
+    assert (variables["cfg_user_site"], variables["cfg_dropped_pythonpath"]) == ("1", "0")
+    # A command needs no port and may run with a read-only home.
+    variables = planned(APPTAINER, ("python",), euid=1000, system=FakeSystem(read_only=("/home/ann",)))[0]
+    assert (variables["cfg_mode"], variables["cfg_port_retries"]) == ("command", "0")
+
+
+@pytest.mark.parametrize(("if_inet6", "ip", "family"), [
+    (None, "0.0.0.0", "inet"),  # noqa: S104 - the value, not a bind
+    ("", "0.0.0.0", "inet"),  # noqa: S104
+    ("00000000000000000000000000000001 01 80 10 80       lo\n", "", "any"),
+    ("fe80000000000000004216fffe0a0b0c 02 40 20 80     eth0\n", "0.0.0.0", "inet"),  # noqa: S104
+])
+def test_jupyter_and_sshd_listen_on_ipv6_when_the_container_has_it(if_inet6: str | None, ip: str, family: str) -> None:
+    files = {} if if_inet6 is None else {"/proc/net/if_inet6": if_inet6}
+    variables = planned({}, system=FakeSystem(files=files))[0]
+    assert (variables["cfg_listen_ip"], variables["cfg_sshd_family"]) == (ip, family)
 
 
 def test_auth_settings() -> None:
