@@ -11,6 +11,7 @@ from tf29env import commands
 from tf29env.build.variants import DEFAULT_VARIANT, REPOSITORY, VARIANTS
 from tf29env.errors import EXIT_INTERRUPTED, UserError
 from tf29env.paths import DEFAULT_OUTPUT, REPO, SIZE_BASELINE
+from tf29env.release import labels
 from tf29env.supplychain.vulns import ALLOWLIST, SERVICES
 
 
@@ -64,8 +65,8 @@ def make_parser() -> Parser:
                           "mirror's): apt and pip trust it, the image keeps no trace of it (repeatable)")
     bld.add_argument("--trust-ca-cert", action="append", type=Path, default=[], metavar="PATH",
                      help="CA certificate file or directory the image keeps trusting, for every user (notebooks "
-                          "behind the same proxy); used by the build too, recorded in the label "
-                          "io.tf29-env.ca.trusted and the manifest (repeatable)")
+                          f"behind the same proxy); used by the build too, recorded in the label {labels.CA_TRUSTED} "
+                          "and the manifest (repeatable)")
     bld.add_argument("--repository", default=REPOSITORY,
                      help=f"repository the computed tags go to (default: {REPOSITORY})")
     bld.add_argument("--tag", help="one more reference for the image, reported as 'image' "

@@ -10,7 +10,7 @@ declare -a cfg_server_args cfg_command
 # Settings (startup/plan.py says what each means).
 declare is_root cfg_jupyter cfg_ssh cfg_no_auth cfg_self_check SSH_PORT cfg_host_key_dir
 declare cfg_jupyter_app cfg_gen_cert cfg_jupyter_port cfg_base_url cfg_token cfg_token_generated
-declare cfg_password_hash cfg_ssh_keys ssh_starts cfg_listen_ip cfg_sshd_family
+declare cfg_password_hash cfg_ssh_keys ssh_starts cfg_listen_ip cfg_sshd_family cfg_sshd_dir
 # The Apptainer mode (startup/plan.py: load_apptainer_config).
 declare cfg_report_port cfg_port_retries cfg_user_site cfg_dropped_pythonpath
 # What fit_user (20-user) changes as root (startup/plan.py: plan_user).

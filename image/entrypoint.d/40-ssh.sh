@@ -4,8 +4,8 @@
 
 ssh_on=0
 ssh_key_count=0
-# Root-only: sshd's StrictModes refuses key files under a world-writable directory like RUN_DIR.
-readonly SSHD_DIR=/run/tf29-env-sshd
+# cfg_sshd_dir (ssh/sshd_config names it) is root's: sshd's StrictModes refuses key files under a
+# world-writable directory like RUN_DIR.
 
 prepare_ssh() {
   ((cfg_ssh && !apptainer_mode)) || return 0 # 13-apptainer: no sshd in that mode
@@ -17,15 +17,15 @@ prepare_ssh() {
     warn "SSH is off: sshd needs root and this container runs as uid $(id -u) (drop --user, or set ENABLE_SSH=0)"
     return 0
   fi
-  install -d -m 755 /run/sshd "${SSHD_DIR}"
+  install -d -m 755 /run/sshd "${cfg_sshd_dir}"
   # sshd records logins there and complains on every login when a base image lacks it.
   [[ -e /var/log/lastlog ]] || : >/var/log/lastlog
   # What sshd reads: the keys as given, without the CRs a Windows editor leaves; checked as such.
-  printf '%s\n' "${cfg_ssh_keys//$'\r'/}" >"${SSHD_DIR}/authorized_keys"
-  chmod 644 "${SSHD_DIR}/authorized_keys"
-  check_authorized_keys "${SSHD_DIR}/authorized_keys"
-  write_ssh_environment >"${SSHD_DIR}/environment.conf"
-  chmod 600 "${SSHD_DIR}/environment.conf"
+  printf '%s\n' "${cfg_ssh_keys//$'\r'/}" >"${cfg_sshd_dir}/authorized_keys"
+  chmod 644 "${cfg_sshd_dir}/authorized_keys"
+  check_authorized_keys "${cfg_sshd_dir}/authorized_keys"
+  write_ssh_environment >"${cfg_sshd_dir}/environment.conf"
+  chmod 600 "${cfg_sshd_dir}/environment.conf"
 
   install -d -m 755 "${cfg_host_key_dir}"
   local type

@@ -31,9 +31,9 @@ TIMEOUT = 1.0
 # Paired with SERVICES_FILE in image/entrypoint.d/00-common.sh (the same name, in TFENV_RUN_DIR),
 # whose write_services writes the lines read below.
 SERVICES = "services"
-# Paired with PidFile in image/ssh/sshd_config: the pid of sshd's listener, whose process title says
-# how many logins are pending ("[listener] 3 of 128-256 startups", OpenSSH 8.2 and later).
-SSHD_PID_FILE = Path("/run/tf29-env-sshd/sshd.pid")
+# sshd's configuration, beside this file's folder: the one place its run directory is named (its
+# PidFile's folder); the start-up plan reads it from here too.
+SSHD_CONFIG = Path(__file__).resolve().parents[1] / "ssh" / "sshd_config"
 STARTUPS = re.compile(rb"\[listener\] (\d+) of (\d+)-(\d+) startups")
 # The entrypoint, beside this file's folder in the image (the Dockerfile's ENTRYPOINT runs it under
 # tini), and where processes are listed.
@@ -94,16 +94,28 @@ def check_jupyter(runtime_dir: str) -> str:
     return f"jupyter ok ({url})"
 
 
+def sshd_pid_file(config: Optional[Path] = None) -> Path:
+    """The PidFile that sshd_config names."""
+    config = config or SSHD_CONFIG
+    for line in config.read_text().splitlines():
+        words = line.split()
+        if len(words) == 2 and words[0] == "PidFile":
+            return Path(words[1])
+    raise RuntimeError(f"{config} names no PidFile")
+
+
 def sshd_startups() -> Tuple[int, int, int]:
-    """(pending logins, MaxStartups' start, its full) from sshd's listener's process title."""
+    """(pending logins, MaxStartups' start, its full) from the process title of sshd's listener (its
+    PidFile's pid): "[listener] 3 of 128-256 startups", OpenSSH 8.2 and later."""
+    pid_file = sshd_pid_file()
     try:
-        pid = int(SSHD_PID_FILE.read_text().strip())
+        pid = int(pid_file.read_text().strip())
         title = Path(f"/proc/{pid}/cmdline").read_bytes()
     except (OSError, ValueError) as exc:
-        raise RuntimeError(f"no sshd listener found through {SSHD_PID_FILE} ({exc})") from exc
+        raise RuntimeError(f"no sshd listener found through {pid_file} ({exc})") from exc
     found = STARTUPS.search(title)
     if not found:
-        raise RuntimeError(f"pid {pid} of {SSHD_PID_FILE} is not sshd's listener")
+        raise RuntimeError(f"pid {pid} of {pid_file} is not sshd's listener")
     pending, start, full = (int(group) for group in found.groups())
     return pending, start, full
 

@@ -22,6 +22,10 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Uni
 
 from dockerstacks import notebook_args
 
+# The healthcheck reads sshd's configuration; its folder is a sibling of this one (as start_command.py imports it).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "healthchecks"))
+from healthcheck import sshd_pid_file
+
 from startup import apptainer, users
 from startup.userstate import read_mounts
 
@@ -61,8 +65,8 @@ STATUS = "/proc/self/status"
 # dual-stack cluster; elsewhere it is off, the normal case and no warning's worth.
 IF_INET6 = "/proc/net/if_inet6"
 IPV6_LOOPBACK = "00000000000000000000000000000001 "
-# sshd's run directory (paired with ssh/sshd_config and entrypoint.d/40-ssh.sh).
-SSHD_DIR = "/run/tf29-env-sshd"
+# sshd's run directory, as ssh/sshd_config names it (its PidFile's folder); 40-ssh writes the keys there.
+SSHD_DIR = str(sshd_pid_file().parent)
 # The capabilities some step needs, with their bits in /proc/PID/status (linux/capability.h).
 CAP_BITS = {"CHOWN": 0, "DAC_OVERRIDE": 1, "DAC_READ_SEARCH": 2, "FOWNER": 3, "KILL": 5, "SETGID": 6, "SETUID": 7,
             "NET_BIND_SERVICE": 10, "SYS_CHROOT": 18, "AUDIT_WRITE": 29}
@@ -382,7 +386,7 @@ class Planner:
         host_key_dir = self.get("SSH_HOST_KEY_DIR") or "/etc/ssh/host-keys"
         if not host_key_dir.startswith("/"):
             raise Refused(f"SSH_HOST_KEY_DIR='{host_key_dir}' must be an absolute path")
-        self.plan["cfg_host_key_dir"] = host_key_dir
+        self.plan.update(cfg_host_key_dir=host_key_dir, cfg_sshd_dir=SSHD_DIR)
         self.load_server_options()
         self.check_server_args()
         self.load_service_config()

@@ -14,6 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from startup import plan
 
 from testkit.wait import wait_until
 
@@ -179,7 +180,9 @@ def sshd_listener(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[C
                    what=f"the title of pid {process.pid}")
         pid_file = tmp_path / "sshd.pid"
         pid_file.write_text(f"{process.pid}\n")
-        monkeypatch.setattr(module, "SSHD_PID_FILE", pid_file)
+        config = tmp_path / "sshd_config"
+        config.write_text(f"PidFile {pid_file}\n")
+        monkeypatch.setattr(module, "SSHD_CONFIG", config)
 
     yield start
     for process in started:
@@ -210,16 +213,20 @@ def test_a_connection_closed_unanswered(tmp_path: Path, monkeypatch: pytest.Monk
 def test_a_connection_closed_unanswered_without_sshd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     module = load(tmp_path, monkeypatch)
-    monkeypatch.setattr(module, "SSHD_PID_FILE", tmp_path / "no-such.pid")
+    config = tmp_path / "sshd_config"
+    config.write_text(f"PidFile {tmp_path / 'no-such.pid'}\n")
+    monkeypatch.setattr(module, "SSHD_CONFIG", config)
     (tmp_path / "services").write_text(f"ssh {greeting_server(b'')}\n")
     assert module.main() == 1
     assert "no sshd listener found through" in capsys.readouterr().out
 
 
 def test_the_pid_file_is_sshd_configs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The healthcheck reads sshd's pid file where sshd_config has sshd write it."""
+    """The healthcheck reads sshd's pid file where sshd_config has sshd write it, and the start-up plan
+    makes sshd's run directory that folder."""
     pid_files = [line.split()[1] for line in SSHD_CONFIG.read_text().splitlines() if line.startswith("PidFile ")]
-    assert pid_files == [str(load(tmp_path, monkeypatch).SSHD_PID_FILE)]
+    assert pid_files == [str(load(tmp_path, monkeypatch).sshd_pid_file())]
+    assert str(Path(pid_files[0]).parent) == plan.SSHD_DIR
 
 
 def test_command_mode_has_nothing_to_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
