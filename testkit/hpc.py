@@ -178,7 +178,8 @@ def _sif_volume(client: DockerClient, node: str, image: str, make_archive: Calla
     log(f"building {SIF_NAME} from {archive.name} with Apptainer (volume {name})")
     builder = client.containers.run(
         node, ["bash", "-c", (
-            "set -euo pipefail; useradd -m -u 3000 builder; chown builder /shared; "
+            # /dev/fuse for the unprivileged builder, as tests/hpc/node/start.sh makes it for the users.
+            "set -euo pipefail; chmod 666 /dev/fuse; useradd -m -u 3000 builder; chown builder /shared; "
             f"runuser -u builder -- apptainer build --force {SQUASHFS_ARGS} /shared/{SIF_NAME} "
             f"docker-archive:/in/{archive.name} && chmod 644 /shared/{SIF_NAME} && date > /shared/{SIF_NAME}.done")],
         detach=True, volumes={name: {"bind": "/shared", "mode": "rw"},

@@ -1,13 +1,13 @@
 """What the cluster values must agree with, read from its one home in the image's sources: the dev
 user's name and ids (the Dockerfile's ARGs), the GPUs the image exposes by default (its ENV), and
-the capabilities the entrypoint needs as root (image/entrypoint.d/15-privileges.sh)."""
+the capabilities the entrypoint needs as root (image/startup/plan.py: check_capabilities)."""
 
 import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO / "Dockerfile"
-PRIVILEGES = REPO / "image" / "entrypoint.d" / "15-privileges.sh"
+PLANNER = REPO / "image" / "startup" / "plan.py"
 
 # Kubernetes' "baseline" Pod Security Standard allows adding only these capabilities
 # (kubernetes.io/docs/concepts/security/pod-security-standards, "Capabilities").
@@ -15,7 +15,7 @@ BASELINE_CAPABILITIES = frozenset({
     "AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE",
     "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
 })
-# 15-privileges' need_cap takes DAC_OVERRIDE for DAC_READ_SEARCH (it allows all the other does).
+# The planner's need() takes DAC_OVERRIDE for DAC_READ_SEARCH (it allows all the other does).
 STANDS_IN_FOR = {"DAC_READ_SEARCH": "DAC_OVERRIDE"}
 
 
@@ -36,7 +36,7 @@ def home() -> str:
 
 
 def needed_capabilities() -> set[str]:
-    """Every capability the entrypoint may ask for as root (need_cap NAME ...)."""
-    names = set(re.findall(r"\bneed_cap ([A-Z_]+) \"", PRIVILEGES.read_text()))  # calls, not comments
-    assert {"SETUID", "SETGID", "SYS_CHROOT"} <= names, f"{PRIVILEGES}: need_cap calls not found: {names}"
+    """Every capability the entrypoint may ask for as root (the planner's need("NAME", ...) calls)."""
+    names = set(re.findall(r"\bneed\(\"([A-Z_]+)\"", PLANNER.read_text()))  # calls, not comments
+    assert {"SETUID", "SETGID", "SYS_CHROOT"} <= names, f"{PLANNER}: need() calls not found: {names}"
     return names

@@ -20,6 +20,10 @@ for file in slurm.conf gres.conf cgroup.conf; do
   [[ ! -f /cluster/${file} ]] || ln -sf "/cluster/${file}" "/etc/slurm/${file}"
 done
 
+# /dev/fuse is every user's (0666, as the fuse package's udev rule makes it on a host); --device gives
+# the container the host's mode, which on some hosts is root's alone, and Apptainer runs as the users.
+[[ ! -c /dev/fuse ]] || chmod 666 /dev/fuse
+
 case ${HPC_ROLE:-box} in
   controller)
     /usr/sbin/sshd
