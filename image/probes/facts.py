@@ -1,4 +1,4 @@
-"""Runs INSIDE the image (Python 3.8 or 3.9, stdlib and the image's own selfcheck package), never
+"""Runs INSIDE the image (Python 3.8 or 3.9, stdlib, the image's selfcheck package and probes/inventory.py), never
 imported on the host: prints one JSON object about what the image really holds, for tags,
 labels and the manifest: it imports TensorFlow and asks the CUDA / cuDNN libraries themselves for
 their versions, so that a tag can never claim more than the image carries (image/probes/inventory.py
@@ -16,17 +16,8 @@ from typing import Any
 # The self-check's library readers, from where the Dockerfile puts the project's image files, so
 # that the facts behind the tags and the self-check's verdicts come from the same code.
 sys.path.insert(0, "/opt/tf29-env")
+from probes.inventory import os_release_fields
 from selfcheck import cudalib
-
-
-def os_release() -> dict[str, str]:
-    fields: dict[str, str] = {}
-    with open("/etc/os-release", encoding="utf-8") as handle:
-        for line in handle:
-            key, sep, value = line.strip().partition("=")
-            if sep:
-                fields[key] = value.strip('"')
-    return fields
 
 
 def cuda_runtime() -> dict[str, str]:
@@ -56,7 +47,7 @@ def facts() -> dict[str, Any]:
     import tensorflow as tf  # type: ignore[import-untyped]  # noqa: PLC0415 - only after the env is set
 
     build = dict(tf.sysconfig.get_build_info())
-    release = os_release()
+    release = os_release_fields()
     cudart = cuda_runtime()
     return {
         "tensorflow": tf.__version__,

@@ -36,13 +36,19 @@ SHORT_LICENSE = 100
 HEADER_PREFIXES = ("tensorflow/include/",)
 
 
-def os_release() -> dict[str, str]:
+def os_release_fields() -> dict[str, str]:
+    """/etc/os-release as a dict (ID, VERSION_ID, PRETTY_NAME, ...); the facts probe reads it too."""
     fields: dict[str, str] = {}
     with open("/etc/os-release", encoding="utf-8") as handle:
         for line in handle:
             key, sep, value = line.strip().partition("=")
             if sep:
                 fields[key] = value.strip('"')
+    return fields
+
+
+def os_release() -> dict[str, str]:
+    fields = os_release_fields()
     return {"id": fields.get("ID", ""), "version_id": fields.get("VERSION_ID", ""),
             "codename": fields.get("VERSION_CODENAME", "")}
 
