@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import gpus
+import limits
 import memlock
 
 from hub import REPO
@@ -244,7 +245,7 @@ def load(environ: Mapping[str, str]) -> Settings:
         ssh_ports=_port_range("HUB_SSH_PORTS", get("HUB_SSH_PORTS", "2200-2299")),
         admin_users=_names("HUB_ADMIN_USERS", get("HUB_ADMIN_USERS", "admin")),
         profiles=_profiles("HUB_PROFILES", get("HUB_PROFILES", ",".join((*PROFILES, MIG_PROFILES)))),
-        shm_size=_size("HUB_SHM_SIZE", get("HUB_SHM_SIZE", "1g")),
+        shm_size=_size("HUB_SHM_SIZE", get("HUB_SHM_SIZE", limits.load().shm_size)),
         memlock=wanted_memlock,
         cull_timeout=cull_timeout,
         cull_every=_seconds("HUB_CULL_EVERY", get("HUB_CULL_EVERY", str(min(300, cull_timeout // 4))), 5),

@@ -4,6 +4,10 @@
 # the variable, exit 2, and nothing is left half-started. The plan's variables are the only state
 # the pieces share (besides 00-common's paths); each is declared here, set by the plan.
 
+# The run directory and what lives there, the dev user as built (startup/plan.py: plan_run_dir);
+# also exported: TFENV_RUN_DIR, JUPYTER_RUNTIME_DIR.
+declare apptainer_mode run_dir_per_run IMAGE_RUN_DIR RUN_DIR SERVICES_FILE IMAGE_USER cfg_cert_file cfg_key_file
+
 # The mode: services, hub or command (startup/plan.py: select_mode), and the args for either.
 declare cfg_mode
 declare -a cfg_server_args cfg_command
@@ -21,18 +25,21 @@ declare -a cfg_unset_names cfg_allowed_hosts cfg_chown_home_opts cfg_chown_extra
 # The planner is a module of /opt/tf29-env's packages, run by the distro's python3 -I (which adds no
 # folder of its own to sys.path).
 readonly PLANNER=(/usr/bin/python3 -I -c
-  'import sys; sys.path.insert(0, "/opt/tf29-env"); from startup.plan import main; sys.exit(main(sys.argv[1:]))')
+  'import sys; sys.path.insert(0, "/opt/tf29-env"); from startup.plan import main; sys.exit(main(sys.argv[2:], int(sys.argv[1])))')
 
 # load_config ARGS...: the plan for the container's command ARGS.
 load_config() {
   local plan status=0
-  plan=$("${PLANNER[@]}" "$@") || status=$?
+  plan=$("${PLANNER[@]}" "$$" "$@") || status=$?
   case ${status} in
     0) ;;
     2) exit 2 ;; # the planner has said why, in one line
     *) die "the start-up plan could not be made (exit ${status})" ;;
   esac
   eval "${plan}"
+  # Fixed from here on: a sourced hook cannot move what Jupyter, the healthcheck and SSH agree on.
+  readonly apptainer_mode run_dir_per_run IMAGE_RUN_DIR RUN_DIR SERVICES_FILE IMAGE_USER
+  declare -grx TFENV_RUN_DIR JUPYTER_RUNTIME_DIR
 }
 
 # SSH_HOST_KEY_DIR is where 40-ssh makes the host keys at first start. Whether a folder can be made

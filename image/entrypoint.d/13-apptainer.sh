@@ -1,11 +1,11 @@
 # shellcheck shell=bash
-# 13-apptainer: the Apptainer mode (formerly Singularity; 00-common detects it from
+# 13-apptainer: the Apptainer mode (formerly Singularity; the plan detects it from
 # APPTAINER_CONTAINER or SINGULARITY_CONTAINER). Apptainer runs the image as the calling user, on
 # a read-only image, with the host's $HOME and the host's network, typically as a Slurm job on a
 # shared compute node (docs/hpc.md). So, in this mode:
 #   - no root steps and no sshd (it needs root): JupyterLab is reached through the login node with
 #     `ssh -L`, and the start prints that line, with the node, the port and the URL to open;
-#   - the run directory is this run's own under TMPDIR or /tmp (00-common names it,
+#   - the run directory is this run's own under TMPDIR or /tmp (the plan names it,
 #     15-privileges makes it), removed at the end; nothing is written under the image;
 #   - the home folder is the host's $HOME (it must be writable: JupyterLab keeps settings, kernels'
 #     files and the user's notebooks there), the quickstart notebooks are copied into it once;

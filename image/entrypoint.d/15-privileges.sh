@@ -30,7 +30,7 @@ check_privileges() {
   [[ ${cfg_mode} == command ]] || check_run_dir
 }
 
-# make_run_dir: this run's own run directory (00-common named it), mode 700; a folder of the name
+# make_run_dir: this run's own run directory (the plan named it), mode 700; a folder of the name
 # that is the caller's own is left from an earlier process of the same pid and taken over.
 make_run_dir() {
   local error

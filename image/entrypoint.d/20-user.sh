@@ -14,8 +14,7 @@
 # The name an earlier start of this container gave the dev user (NB_USER other than the image's
 # jovyan): a restart must find that user again, and not take another user of the name for it.
 readonly RENAMED_USER_FILE=/etc/tf29-env/dev-user
-# The image's quickstart notebooks, and where a host home gets its copy.
-readonly QUICKSTART_SOURCE=/home/${TFENV_IMAGE_USER:-jovyan}/quickstart
+# Where a host home gets its copy of the image's quickstart notebooks (~IMAGE_USER/quickstart).
 readonly QUICKSTART_COPY_NAME=tf29-env-quickstart
 
 # What fit_user changes as root (user_from, user_old_uid/gid, user_rename, user_refit, user_new_group,
@@ -226,10 +225,10 @@ fit_user_apptainer() {
 # copy_quickstart: the image's quickstart notebooks, once, into the home folder that JupyterLab
 # opens (the image's own ~/quickstart is not under it). A copy that is there already is the user's.
 copy_quickstart() {
-  local target=${HOME}/${QUICKSTART_COPY_NAME} error
-  [[ -d ${QUICKSTART_SOURCE} && ${HOME} != "${QUICKSTART_SOURCE%/*}" ]] || return 0
+  local source=/home/${IMAGE_USER}/quickstart target=${HOME}/${QUICKSTART_COPY_NAME} error
+  [[ -d ${source} && ${HOME} != "${source%/*}" ]] || return 0
   [[ ! -e ${target} && ! -L ${target} ]] || return 0
-  error=$(cp -R -- "${QUICKSTART_SOURCE}" "${target}" 2>&1) || {
+  error=$(cp -R -- "${source}" "${target}" 2>&1) || {
     warn "the quickstart notebooks could not be copied to ${target}: ${error//$'\n'/ }"
     return 0
   }

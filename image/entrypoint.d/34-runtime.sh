@@ -23,17 +23,14 @@ prepare_runtime_dir() {
   chmod 700 "${dir}"
 }
 
-readonly CERT_FILE=${JUPYTER_RUNTIME_DIR}/tf29-env-cert.pem
-readonly CERT_KEY_FILE=${JUPYTER_RUNTIME_DIR}/tf29-env-key.pem
-
 make_certificate() {
-  local error host
+  local error host cert=${cfg_cert_file} key=${cfg_key_file}
   host=$(hostname)
   # openssl comes with ca-certificates on both bases; an ECDSA P-256 key takes milliseconds.
   error=$("${as_user[@]}" openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
     -days 365 -subj /CN=tf29-env -addext "subjectAltName=DNS:${host},DNS:localhost,IP:127.0.0.1,IP:::1" \
-    -keyout "${CERT_KEY_FILE}" -out "${CERT_FILE}" 2>&1) ||
+    -keyout "${key}" -out "${cert}" 2>&1) ||
     die "GEN_CERT: the certificate could not be made: ${error//$'\n'/ }"
-  chmod 600 "${CERT_KEY_FILE}"
-  log "GEN_CERT: JupyterLab speaks HTTPS with a self-signed certificate made now (${CERT_FILE}); the token or password is still required"
+  chmod 600 "${key}"
+  log "GEN_CERT: JupyterLab speaks HTTPS with a self-signed certificate made now (${cert}); the token or password is still required"
 }

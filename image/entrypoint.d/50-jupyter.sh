@@ -88,7 +88,7 @@ lab_server_args() {
     "--ServerApp.root_dir=${NB_HOME}"
     "--ServerApp.base_url=${cfg_base_url}"
   )
-  ((!cfg_gen_cert)) || args+=("--ServerApp.certfile=${CERT_FILE}" "--ServerApp.keyfile=${CERT_KEY_FILE}") # 55
+  ((!cfg_gen_cert)) || args+=("--ServerApp.certfile=${cfg_cert_file}" "--ServerApp.keyfile=${cfg_key_file}") # 34
   if ((cfg_no_auth)); then
     warn "JUPYTER_INSECURE_NO_AUTH=1: JupyterLab accepts anyone who reaches port ${cfg_jupyter_port} as ${cfg_allowed_hosts[*]}, localhost or a loopback address, with no token or password"
     args+=(--IdentityProvider.token= --PasswordIdentityProvider.hashed_password=)

@@ -8,6 +8,6 @@ start_selfcheck() {
     log "self-check is off (SELF_CHECK=off); run 'selfcheck' in the container at any time"
     return 0
   fi
-  "${as_user[@]}" nice -n 10 /opt/tf29-env/bin/selfcheck --mode "${cfg_self_check}" --output "${SELFCHECK_REPORT}" &
+  "${as_user[@]}" nice -n 10 /opt/tf29-env/bin/selfcheck --mode "${cfg_self_check}" & # the report: TFENV_RUN_DIR/selfcheck.json
   children[$!]=selfcheck
 }

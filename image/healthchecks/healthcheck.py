@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Optional, Tuple  # python 3.8: tuple[...] in an annotation fails at import
 
 TIMEOUT = 1.0
-# Paired with SERVICES_FILE in image/entrypoint.d/00-common.sh (the same name, in TFENV_RUN_DIR),
+# The services file's name in TFENV_RUN_DIR; the planner (startup/plan.py) hands it to the entrypoint,
 # whose write_services writes the lines read below.
 SERVICES = "services"
 # sshd's configuration, beside this file's folder: the one place its run directory is named (its
@@ -168,22 +168,30 @@ def entrypoint_running() -> bool:
     return entrypoint_pid() is not None
 
 
-def per_run_dir(pid: int) -> Path:
-    """The run directory of its own that the entrypoint (PID) makes where the image's cannot be
-    written (--read-only --tmpfs /run --user UID; Apptainer): paired with 00-common.sh, which names
-    it TMPDIR (absolute, else /tmp)/tf29-env-UID-PID, from the entrypoint's own environment."""
-    proc = PROC / str(pid)
-    tmpdir = "/tmp"  # noqa: S108 - the entrypoint's default, paired
-    try:
-        for entry in (proc / "environ").read_bytes().split(b"\0"):
-            if entry.startswith(b"TMPDIR=/") and len(entry) > len(b"TMPDIR=/"):
-                tmpdir = entry[len(b"TMPDIR="):].decode(errors="replace")
-        uid = next(line.split()[2] for line in (proc / "status").read_text().splitlines() if line.startswith("Uid:"))
-    except (OSError, StopIteration, IndexError):
-        return Path("/nonexistent")
+def per_run_path(tmpdir: str, uid: int, pid: int) -> Path:
+    """The run directory of its own that the entrypoint (PID, as UID) makes where the image's cannot be
+    written (--read-only --tmpfs /run --user UID; Apptainer): TMPDIR (absolute, else /tmp)/tf29-env-UID-PID.
+    Its one home: the planner (startup/plan.py) names it for the entrypoint with this function."""
+    if not (tmpdir.startswith("/") and len(tmpdir) > 1):
+        tmpdir = "/tmp"  # noqa: S108 - a name, made by the entrypoint as the uid's own (mode 700)
     if tmpdir.endswith("/"):
         tmpdir = tmpdir[:-1]
     return Path(f"{tmpdir}/tf29-env-{uid}-{pid}")
+
+
+def per_run_dir(pid: int) -> Path:
+    """The per-run directory (per_run_path) of the running entrypoint PID, from its own environment."""
+    proc = PROC / str(pid)
+    tmpdir = ""
+    try:
+        for entry in (proc / "environ").read_bytes().split(b"\0"):
+            if entry.startswith(b"TMPDIR="):
+                tmpdir = entry[len(b"TMPDIR="):].decode(errors="replace")
+        uid = int(next(line.split()[2] for line in (proc / "status").read_text().splitlines()
+                       if line.startswith("Uid:")))
+    except (OSError, StopIteration, IndexError, ValueError):
+        return Path("/nonexistent")
+    return per_run_path(tmpdir, uid, pid)
 
 
 def main() -> int:

@@ -24,8 +24,7 @@ MODES = ("warn", "strict")
 # hand always checks, in warn mode). Parsed here alone: the start-up planner (startup/plan.py)
 # asks `selfcheck --start-mode` rather than knowing the values itself.
 START_MODES = (*MODES, "off")
-# The report's file in TFENV_RUN_DIR for runs by hand: paired with SELFCHECK_REPORT in
-# image/entrypoint.d/00-common.sh, which the start-up run is given as --output.
+# The report's file in TFENV_RUN_DIR, for the start-up run (60-selfcheck) and runs by hand alike.
 REPORT_NAME = "selfcheck.json"
 # The project's budget (bench/targets.py): the whole check within 15 s on CPU, 30 s with a GPU (benchmark included).
 CPU_TIME_LIMIT = 15.0

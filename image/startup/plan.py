@@ -1,7 +1,7 @@
 """The start-up plan: every setting the entrypoint reads, checked once, before anything starts.
 
-The entrypoint runs this first (entrypoint.sh: plan_start) with the container's command as the
-arguments. It prints the plan as shell assignments (each value quoted with shlex.quote, argument
+The entrypoint runs this first (10-config: load_config) with its own PID and the container's command
+as the arguments. It prints the plan as shell assignments (each value quoted with shlex.quote, argument
 lists as arrays), which the entrypoint reads with one eval; or one line `tf29-env: ERROR: ...`
 on stderr and exit 2. WARNING lines for settings that are ignored go to stderr once the plan holds.
 What must be tried to be known (a folder that can be made, a writable path) stays with the shell.
@@ -24,7 +24,7 @@ from dockerstacks import notebook_args
 
 # The healthcheck reads sshd's configuration; its folder is a sibling of this one (as start_command.py imports it).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "healthchecks"))
-from healthcheck import sshd_pid_file
+from healthcheck import SERVICES, per_run_path, sshd_pid_file
 
 from startup import apptainer, users
 from startup.userstate import read_mounts
@@ -215,8 +215,9 @@ def root_triplet(env: Mapping[str, str]) -> bool:
 
 
 class Planner:
-    def __init__(self, env: Mapping[str, str], args: Sequence[str], euid: int, system: System) -> None:
+    def __init__(self, env: Mapping[str, str], args: Sequence[str], euid: int, system: System, pid: int) -> None:
         self.env = env
+        self.pid = pid
         self.args = list(args)
         self.system = system
         self.plan: Dict[str, Value] = {"is_root": "1" if euid == 0 else "0", "cfg_report_port": "0",
@@ -241,6 +242,7 @@ class Planner:
         return args
 
     def run(self) -> None:
+        self.plan_run_dir()
         self.read_mounts()
         self.check_scratch()
         self.select_mode()
@@ -251,6 +253,37 @@ class Planner:
             self.load_apptainer_config()
         self.plan_user()
         self.check_privileges()
+
+    # The run directory: runtime state the healthcheck and the self-check read too. Its one home is
+    # the Dockerfile's `ENV TFENV_RUN_DIR`, which every reader takes from the environment (exec probes
+    # get the image's ENV too); empty means a broken image or override. Where it cannot be written
+    # (Apptainer's read-only image; --read-only --tmpfs /run --user UID, whose /run is root's), the
+    # run has one of its own under TMPDIR or /tmp (a node's /tmp is shared under Apptainer), which
+    # 15-privileges makes and removes. Root keeps the image's: sshd needs /run anyway.
+    def plan_run_dir(self) -> None:
+        for name in ("TFENV_RUN_DIR", "TFENV_IMAGE_USER"):
+            if not self.get(name):
+                raise Refused(f"{name} is not set: the image's ENV sets it; do not override it with an empty value")
+        image_run_dir = run_dir = self.get("TFENV_RUN_DIR")
+        parent = image_run_dir.rsplit("/", 1)[0] or "/"
+        usable = self.system.exists(run_dir) and self.system.is_dir(run_dir) and self.system.writable(run_dir)
+        makeable = not self.system.exists(run_dir) and self.system.writable(parent)
+        per_run = self.apptainer or (self.euid != 0 and not usable and not makeable)
+        runtime_dir = self.get("JUPYTER_RUNTIME_DIR")
+        if per_run:
+            run_dir = str(per_run_path(self.get("TMPDIR"), self.euid, self.pid))
+            self.exports["TFENV_RUN_DIR"] = run_dir
+            if runtime_dir == f"{image_run_dir}/jupyter":  # the image's default follows; one set by -e stays
+                runtime_dir = ""
+        # Jupyter's own variable (the image's ENV points it into the run directory, so that `docker exec
+        # ... jupyter server list` finds the server); fixed from here on, for Jupyter, the healthcheck and SSH.
+        runtime_dir = self.exports["JUPYTER_RUNTIME_DIR"] = runtime_dir or f"{run_dir}/jupyter"
+        # GEN_CERT's certificate and key (34-runtime makes them, 50-jupyter hands them to Jupyter).
+        self.plan.update(cfg_cert_file=f"{runtime_dir}/tf29-env-cert.pem",
+                         cfg_key_file=f"{runtime_dir}/tf29-env-key.pem")
+        self.plan.update(apptainer_mode="1" if self.apptainer else "0", run_dir_per_run="1" if per_run else "0",
+                         IMAGE_RUN_DIR=image_run_dir, RUN_DIR=run_dir, SERVICES_FILE=f"{run_dir}/{SERVICES}",
+                         IMAGE_USER=self.get("TFENV_IMAGE_USER"))
 
     # The mount table, read once: mount point and options in pairs, in mountinfo's order (for one
     # point the later is on top); the entrypoint's on_read_only_fs, mounts_in and check_mounts read it.
@@ -853,10 +886,11 @@ class Planner:
                           f"the minimal set), or start without root (--user {uid}:100, no SSH)")
 
 
-def make_plan(env: Mapping[str, str], args: Sequence[str], euid: int,
-              system: Optional[System] = None) -> Tuple[Dict[str, Value], Dict[str, str], List[str]]:
-    """The plan's variables, the variables to export, and the WARNING lines; or Refused."""
-    planner = Planner(env, args, euid, system or System())
+def make_plan(env: Mapping[str, str], args: Sequence[str], euid: int, system: Optional[System] = None,
+              pid: int = 1) -> Tuple[Dict[str, Value], Dict[str, str], List[str]]:
+    """The plan's variables, the variables to export, and the WARNING lines; or Refused. PID is the
+    entrypoint's, which names its own run directory."""
+    planner = Planner(env, args, euid, system or System(), pid)
     planner.run()
     return planner.plan, planner.exports, planner.warnings
 
@@ -871,9 +905,9 @@ def render(plan: Mapping[str, Value], exports: Mapping[str, str]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def main(argv: Sequence[str]) -> int:
+def main(argv: Sequence[str], pid: int = 1) -> int:
     try:
-        plan, exports, warnings = make_plan(os.environ, argv, os.geteuid())
+        plan, exports, warnings = make_plan(os.environ, argv, os.geteuid(), pid=pid)
     except Refused as refused:
         print(f"{PREFIX}ERROR: {refused}", file=sys.stderr)
         return USAGE
@@ -884,4 +918,4 @@ def main(argv: Sequence[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main(sys.argv[2:], int(sys.argv[1])))

@@ -104,7 +104,7 @@ def test_announce_gives_up_quietly_when_the_server_is_gone(tmp_path: Path) -> No
 
 
 def test_the_healthcheck_finds_the_runs_own_run_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Paired with 00-common.sh: TMPDIR of the entrypoint's environment (else /tmp), its uid and pid."""
+    """The name the planner gives it (per_run_path): the entrypoint's TMPDIR (else /tmp), uid and pid."""
     spec = importlib.util.spec_from_file_location("healthcheck_apptainer", HEALTHCHECK)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)

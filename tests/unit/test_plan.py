@@ -116,6 +116,10 @@ def refusal(env: Mapping[str, str], args: tuple[str, ...] = (), euid: int = 0,
 # (environment, args, euid, system, the whole line after "tf29-env: ERROR: ")
 Row = tuple[dict[str, str], tuple[str, ...], int, FakeSystem | None, str]
 REFUSALS: dict[str, Row] = {
+    "no run directory": ({"TFENV_RUN_DIR": ""}, (), 0, None,
+                         "TFENV_RUN_DIR is not set: the image's ENV sets it; do not override it with an empty value"),
+    "no image user": ({"TFENV_IMAGE_USER": ""}, (), 0, None,
+                      "TFENV_IMAGE_USER is not set: the image's ENV sets it; do not override it with an empty value"),
     "scratch on a read-only root": ({}, (), 0, FakeSystem(files={"/proc/self/mountinfo": "1 0 0:1 / / ro - o o rw\n"},
                                                            read_only=("/tmp",)),
                                     "/tmp is not writable (read-only file system): mount a tmpfs there (--tmpfs /tmp)"),
@@ -459,8 +463,11 @@ def test_the_default_plan() -> None:
     variables, exports, warnings = planned({})
     assert variables == {
         "is_root": "1", "cfg_report_port": "0", "cfg_port_retries": "0", "cfg_user_site": "0",
-        "cfg_dropped_pythonpath": "0", "mounts": [], "cfg_mode": "services", "cfg_server_args": [],
-        "cfg_command": [], "cfg_listen_ip": "0.0.0.0", "cfg_sshd_family": "inet",  # noqa: S104 - the value, not a bind
+        "cfg_dropped_pythonpath": "0", "apptainer_mode": "0", "run_dir_per_run": "0", "IMAGE_RUN_DIR": "/run/tf29-env",
+        "RUN_DIR": "/run/tf29-env", "SERVICES_FILE": "/run/tf29-env/services", "IMAGE_USER": "jovyan",
+        "cfg_cert_file": "/run/tf29-env/jupyter/tf29-env-cert.pem",
+        "cfg_key_file": "/run/tf29-env/jupyter/tf29-env-key.pem", "mounts": [], "cfg_mode": "services",
+        "cfg_server_args": [], "cfg_command": [], "cfg_listen_ip": "0.0.0.0", "cfg_sshd_family": "inet",  # noqa: S104 - the value, not a bind
         "cfg_jupyter": "1", "cfg_ssh": "1", "cfg_no_auth": "0", "cfg_self_check": "warn", "SSH_PORT": "22",
         "cfg_host_key_dir": "/etc/ssh/host-keys",
         "cfg_sshd_dir": "/run/tf29-env-sshd", "cfg_jupyter_app": "lab", "cfg_unset_names": [], "cfg_gen_cert": "0",
@@ -471,8 +478,40 @@ def test_the_default_plan() -> None:
         "cfg_chown_home_opts": [], "cfg_chown_extra_opts": [], "cfg_chown_extra": [], "user_from": "jovyan",
         "user_old_uid": "1000", "user_old_gid": "100", "user_rename": "0", "user_refit": "0", "user_new_group": "0",
         "user_group_rename": "0", "user_join_users": "0"}
-    assert exports == {"TENSORBOARD_PROXY_URL": "/proxy/%PORT%/"}
+    assert exports == {"JUPYTER_RUNTIME_DIR": "/run/tf29-env/jupyter", "TENSORBOARD_PROXY_URL": "/proxy/%PORT%/"}
     assert warnings == []
+
+
+# The run directory: (environment, euid, what is missing or not writable, RUN_DIR, JUPYTER_RUNTIME_DIR).
+RUN_DIRS = {
+    "root keeps the image's": ({}, 0, (), (), "/run/tf29-env", "/run/tf29-env/jupyter"),
+    "root, even where it cannot write it (checked later)": ({}, 0, (), ("/run/tf29-env",), "/run/tf29-env",
+                                                            "/run/tf29-env/jupyter"),
+    "a uid that may write it": ({"NB_UID": "1000"}, 1000, (), (), "/run/tf29-env", "/run/tf29-env/jupyter"),
+    "a uid that may make it": ({}, 1000, ("/run/tf29-env",), (), "/run/tf29-env", "/run/tf29-env/jupyter"),
+    "--read-only --tmpfs /run --user": ({"TMPDIR": "/scratch/"}, 1000, ("/run/tf29-env",), ("/run",),
+                                        "/scratch/tf29-env-1000-77", "/scratch/tf29-env-1000-77/jupyter"),
+    "a run directory it may not write": ({"TMPDIR": "relative"}, 1000, (), ("/run/tf29-env",),
+                                         "/tmp/tf29-env-1000-77", "/tmp/tf29-env-1000-77/jupyter"),
+    "a runtime folder set by -e stays": ({"JUPYTER_RUNTIME_DIR": "/data/rt"}, 1000, (), ("/run/tf29-env",),
+                                         "/tmp/tf29-env-1000-77", "/data/rt"),
+    "Apptainer": ({"APPTAINER_CONTAINER": "/x.sif", "HOME": "/home/ann",
+                   "JUPYTER_RUNTIME_DIR": "/run/tf29-env/jupyter"}, 1000, (), (), "/tmp/tf29-env-1000-77",
+                  "/tmp/tf29-env-1000-77/jupyter"),
+}
+
+
+@pytest.mark.parametrize("case", RUN_DIRS)
+def test_the_run_directory(case: str) -> None:
+    env, euid, missing, read_only, run_dir, runtime_dir = RUN_DIRS[case]
+    variables, exports, _ = plan.make_plan({**BASE, **env}, ("true",), euid,
+                                           FakeSystem(missing=missing, read_only=read_only), pid=77)
+    per_run = run_dir != BASE["TFENV_RUN_DIR"]
+    assert (variables["RUN_DIR"], variables["run_dir_per_run"], variables["SERVICES_FILE"]) == (
+        run_dir, "1" if per_run else "0", f"{run_dir}/services")
+    assert exports.get("TFENV_RUN_DIR") == (run_dir if per_run else None)
+    assert exports["JUPYTER_RUNTIME_DIR"] == runtime_dir
+    assert variables["cfg_cert_file"] == f"{runtime_dir}/tf29-env-cert.pem"
 
 
 @pytest.mark.parametrize(("args", "env", "mode", "server_args", "command"), [
@@ -502,7 +541,8 @@ def test_the_hub_plan() -> None:
     variables, exports, _ = planned({**HUB, "JUPYTERHUB_SERVICE_URL": "https://[::]/user/ann/"})
     assert (variables["cfg_jupyter_port"], variables["cfg_base_url"]) == ("443", "/user/ann/")
     assert variables["cfg_token"] == ""
-    assert exports == {"TENSORBOARD_PROXY_URL": "/user/ann/proxy/%PORT%/"}
+    assert exports == {"JUPYTER_RUNTIME_DIR": "/run/tf29-env/jupyter",
+                       "TENSORBOARD_PROXY_URL": "/user/ann/proxy/%PORT%/"}
     assert planned({**HUB, "JUPYTERHUB_SERVICE_URL": "http://x/"})[0]["cfg_jupyter_port"] == "80"
 
 
@@ -551,7 +591,7 @@ def test_auth_settings() -> None:
     assert (variables["cfg_token"], variables["cfg_no_auth"]) == ("", "1")
     password = "argon2:$argon2id$v=19$m=10240,t=10,p=8$abc$def"
     assert planned({"JUPYTER_PASSWORD_HASH": password})[0]["cfg_token"] == ""
-    assert planned({"TENSORBOARD_PROXY_URL": "/tb/"})[1] == {}
+    assert "TENSORBOARD_PROXY_URL" not in planned({"TENSORBOARD_PROXY_URL": "/tb/"})[1]
 
 
 def test_ssh_starts_only_as_root_with_a_key() -> None:
@@ -621,7 +661,7 @@ def test_the_mount_table_is_read_once_for_the_entrypoint() -> None:
 def test_on_a_read_only_file_system(path: str, read_only: bool) -> None:
     """The mount on top whose point is the longest prefix decides, in the planner and in the
     entrypoint's on_read_only_fs (00-common.sh) that reads the planner's table."""
-    planner = plan.Planner(BASE, (), 0, FakeSystem(files={"/proc/self/mountinfo": MOUNTINFO}))
+    planner = plan.Planner(BASE, (), 0, FakeSystem(files={"/proc/self/mountinfo": MOUNTINFO}), pid=1)
     planner.read_mounts()
     assert planner.read_only(path) is read_only
     function = re.search(r"^on_read_only_fs\(\) \{\n.*?^\}\n", COMMON, re.MULTILINE | re.DOTALL)
