@@ -15,12 +15,15 @@ iptables (`--iptables=false`): at start a dockerd flushes the DOCKER chains that
 published ports live in. Ports are published through docker-proxy, the host reaches containers on
 their bridge directly. The stand-ins live here, in the tests; scripts/host-setup.sh never installs
 them. Stopped with its containers, bridge and folder at the end, also when a test failed; a
-folder left by a killed run is cleaned up by the next start.
+folder left by a killed run is cleaned up by the next start. Its data root may be kept (`kept_data`):
+then the images copied into it stay for the next run, as the main engine's do, and only its
+containers and networks go.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import ipaddress
 import json
 import os
@@ -188,6 +191,7 @@ class GpuEngine:
     bridge: str
     subnet: ipaddress.IPv4Network
     process: subprocess.Popen[bytes]
+    data: Path  # its data root: under root, or a kept one (kept_data)
 
     @property
     def socket(self) -> Path:
@@ -223,6 +227,9 @@ class GpuEngine:
         with contextlib.suppress(docker.errors.ImageNotFound):
             if self.client().images.get(reference).id == wanted:
                 return
+        for other in self.client().images.list():  # a kept data root holds one image under test at a time
+            with contextlib.suppress(docker.errors.APIError):
+                self.client().images.remove(other.id, force=True)
         save = subprocess.Popen(["docker", "save", reference], stdout=subprocess.PIPE)
         load = subprocess.run(["docker", "-H", self.url, "load", "-q"], stdin=save.stdout, capture_output=True,
                               text=True, timeout=1200, check=False)
@@ -232,15 +239,21 @@ class GpuEngine:
         assert load.returncode == 0, f"docker load into the stand-in GPU engine: {load.stderr[-2000:]}"
         assert self.client().images.get(reference).id == wanted
 
+    def remove_containers_and_networks(self) -> None:
+        with contextlib.suppress(docker.errors.DockerException, OSError):
+            client = self.client()
+            for container in client.containers.list(all=True):
+                with contextlib.suppress(docker.errors.DockerException):
+                    container.remove(force=True, v=True)
+            client.networks.prune()
+            client.volumes.prune()
+
     def stop(self) -> None:
-        """Remove its containers, stop dockerd (and its containerd), delete the bridge and the folder."""
+        """Remove its containers, stop dockerd (and its containerd), delete the bridge and the folder
+        (a kept data root stays, with its images only)."""
         try:
             if self.process.poll() is None:
-                with contextlib.suppress(docker.errors.DockerException, OSError):
-                    client = self.client()
-                    for container in client.containers.list(all=True):
-                        with contextlib.suppress(docker.errors.DockerException):
-                            container.remove(force=True, v=True)
+                self.remove_containers_and_networks()
                 self.process.send_signal(signal.SIGTERM)
                 try:
                     self.process.wait(timeout=STOP_TIMEOUT)
@@ -252,11 +265,27 @@ class GpuEngine:
             _ip("link", "delete", self.bridge, check=False)
             _delete_links_in(self.subnet)
             _unmount_below(self.root)
+            _unmount_below(self.data)
             shutil.rmtree(self.root, ignore_errors=True)
 
 
-def start(listing: str = TWO_GPUS, tmp: Path | None = None) -> GpuEngine:
-    """A stand-in GPU engine, answering on its socket; the caller stops it (or use `running`)."""
+@contextlib.contextmanager
+def kept_data(folder: Path) -> Iterator[Path | None]:
+    """FOLDER/data for one engine at a time (an flock on FOLDER/lock), or None while another run's
+    engine holds it: that one then starts with a data root of its own, as without it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / "lock").open("a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield None
+            return
+        yield folder / "data"
+
+
+def start(listing: str = TWO_GPUS, tmp: Path | None = None, data: Path | None = None) -> GpuEngine:
+    """A stand-in GPU engine, answering on its socket; the caller stops it (or use `running`). DATA:
+    a data root to keep (kept_data), else one in its folder, deleted with it."""
     tmp = tmp or Path(tempfile.gettempdir())
     clean_stale(tmp)
     root = Path(tempfile.mkdtemp(prefix=ROOT_PREFIX, dir=tmp))
@@ -268,6 +297,7 @@ def start(listing: str = TWO_GPUS, tmp: Path | None = None) -> GpuEngine:
     hosts = list(subnet.subnets(new_prefix=24))
     bridge_net, pool = hosts[-1], next(subnet.subnets(new_prefix=17))
     tools = write_tools(root / "bin", listing)
+    data = data or root / "data"
     (root / "daemon.json").write_text("{}\n")  # never the host's /etc/docker/daemon.json
     _ip("link", "add", bridge, "type", "bridge")
     engine: GpuEngine | None = None
@@ -277,7 +307,7 @@ def start(listing: str = TWO_GPUS, tmp: Path | None = None) -> GpuEngine:
         log = (root / "dockerd.log").open("wb")
         process = subprocess.Popen(
             ["dockerd", "--config-file", str(root / "daemon.json"), "-H", f"unix://{root / 'docker.sock'}",
-             "--data-root", str(root / "data"), "--exec-root", str(root / "exec"), "--pidfile",
+             "--data-root", str(data), "--exec-root", str(root / "exec"), "--pidfile",
              str(root / "docker.pid"), "--containerd-namespace", namespace, "--containerd-plugins-namespace",
              f"{namespace}-plugins", "--bridge", bridge, "--iptables=false", "--ip-forward=false",
              "--ip-masq=false", "--default-address-pool", f"base={pool},size=24",
@@ -285,7 +315,7 @@ def start(listing: str = TWO_GPUS, tmp: Path | None = None) -> GpuEngine:
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             env={**os.environ, "PATH": f"{tools}:{os.environ.get('PATH', '/usr/sbin:/usr/bin:/sbin:/bin')}"})
         log.close()
-        engine = GpuEngine(root, bridge, subnet, process)
+        engine = GpuEngine(root, bridge, subnet, process, data)
         (root / "engine.json").write_text(json.dumps({"pid": process.pid, "bridge": bridge, "subnet": str(subnet)}))
 
         def answers() -> bool:
@@ -295,6 +325,7 @@ def start(listing: str = TWO_GPUS, tmp: Path | None = None) -> GpuEngine:
             return bool(engine is not None and engine.client().ping())
 
         wait_until(answers, timeout=START_TIMEOUT, interval=0.25, what="the stand-in GPU engine answers")
+        engine.remove_containers_and_networks()  # a kept data root's, from a run that was killed
         return engine
     except BaseException:
         if engine is not None:

@@ -2,8 +2,10 @@
 stand-in base, reusing the engine's cache, unless TF29ENV_IMAGE names one) and per-test
 containers that are always removed. No engine means the image tests fail, never skip."""
 
+import datetime
 import fcntl
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,8 +15,9 @@ from docker import DockerClient
 from testkit.containers import TrackedContainer
 from testkit.ssh import KeyPair, make_keypair
 from tf29env import engine
-from tf29env.build.pipeline import BuildRequest, build
+from tf29env.build.pipeline import BuildRequest, build, source_date
 from tf29env.build.variants import DEFAULT_VARIANT, VARIANTS
+from tf29env.paths import REPO
 from tf29env.release import labels
 
 # Debian keeps locally added CAs here; behind a TLS-intercepting proxy the build needs them.
@@ -30,6 +33,13 @@ GROUPED_BY_FILE = ("image", "unit", "deploy", "notebooks")
 GROUPED_BY_TEST = ("pins",)
 # Checkouts side by side (git worktrees) on one engine each build their own image under test.
 TEST_TAG = os.environ.get("TF29ENV_TEST_TAG") or "tf29-env:test-gpu"
+
+
+def commit_time() -> datetime.datetime | None:
+    """HEAD's commit time, or None outside a git checkout."""
+    proc = subprocess.run(["git", "-C", str(REPO), "log", "-1", "--format=%ct"], capture_output=True, text=True,
+                          check=False)
+    return source_date({"SOURCE_DATE_EPOCH": proc.stdout.strip()}) if proc.returncode == 0 else None
 
 
 def host_ca_certs() -> list[Path]:
@@ -61,8 +71,10 @@ def image(docker_client: DockerClient) -> str:
             def log(line: str) -> None:
                 print(line, file=log_file, flush=True)
 
+            # Built at the commit's time (SOURCE_DATE_EPOCH's way): a rebuild of the same tree is the
+            # same image, so what is kept by image id (the SIF, the GPU engine's copy) is reused.
             request = BuildRequest(variant=VARIANTS["gpu"], base="standin", tag=TEST_TAG,
-                                   ca_certs=host_ca_certs())
+                                   ca_certs=host_ca_certs(), created=commit_time())
             built = build(docker_client, request, log).image
         lock.seek(0)
         lock.truncate()

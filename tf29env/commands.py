@@ -13,7 +13,7 @@ from docker import DockerClient
 from tf29env import engine
 from tf29env.build import standin
 from tf29env.build.network import NetworkInputs
-from tf29env.build.pipeline import BuildRequest, BuildResult, build
+from tf29env.build.pipeline import BuildRequest, BuildResult, build, source_date
 from tf29env.build.variants import VARIANTS
 from tf29env.errors import EXIT_BUILD, EXIT_INPUT, EXIT_TEST, EXIT_VULNERABLE, UserError
 from tf29env.facts import inventory
@@ -54,7 +54,7 @@ def build_request(args: argparse.Namespace) -> BuildRequest:
     return BuildRequest(variant=VARIANTS[args.variant], base=args.base, tag=args.tag or "",
                         ca_certs=args.ca_cert, nocache=args.no_cache, pull=args.pull, network=network,
                         cache_from=args.cache_from, source=args.source, repository=args.repository,
-                        trust_ca_certs=args.trust_ca_cert)
+                        trust_ca_certs=args.trust_ca_cert, created=source_date(os.environ))
 
 
 def run_build(args: argparse.Namespace, client: DockerClient, request: BuildRequest) -> BuildResult:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from docker import DockerClient
 
-from tests.build.conftest import REPOSITORY, build_py, untag_repository
+from tests.build.conftest import INDEX, REPOSITORY, build_py, untag_repository
 from tests.conftest import host_ca_certs
 from tests.image.test_image_contents import CA_PROBE, ca_needles, host_cas
 from tests.unit.test_build_context import TEST_CA, TEST_CA_SHA256
@@ -25,8 +25,6 @@ from tf29env.build import cacerts
 from tf29env.release import labels
 
 KEPT_REPOSITORY = f"{REPOSITORY}-ca"
-# The default index, named explicitly: the build works as without it, and the history shows it.
-INDEX = "https://pypi.org/simple"
 
 
 def history(image_id: str) -> list[str]:
@@ -74,9 +72,9 @@ def test_build_only_cas_leave_no_trace(variant: str, built: dict[str, dict[str, 
 def kept(docker_client: DockerClient, output_dir: Path, tmp_path_factory: pytest.TempPathFactory,
          built: dict[str, dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """A cpu build that keeps CAs: a test CA (so that the test means the same on any machine) and
-    the host's, which this build then needs no --ca-cert for; and that names the index. The index
-    is the pip step's cache key, so the Python stack is installed again (a minute or two): one
-    build for both, after the session's (`built`), whose layers it reuses up to that step."""
+    the host's, which this build then needs no --ca-cert for; and that names the index. One build
+    for both, after the session's cpu build (`built`, with the same index), whose layers it reuses
+    up to the kept-CA step."""
     test_ca = tmp_path_factory.mktemp("ca") / "test-ca.crt"
     test_ca.write_text(TEST_CA)
     trust = [arg for path in [test_ca, *host_ca_certs()] for arg in ("--trust-ca-cert", str(path))]

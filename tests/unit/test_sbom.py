@@ -12,6 +12,7 @@ import pytest
 from cyclonedx.contrib.this.builders import this_component
 
 from testkit.sbom import normalized
+from tf29env.build.pipeline import source_date
 from tf29env.errors import EXIT_BUILD, UserError
 from tf29env.facts import INVENTORY_PROBE
 from tf29env.release import labels
@@ -93,6 +94,34 @@ def test_two_documents_of_the_same_image_differ_only_in_time_and_serial(probed: 
     changed = json.loads(json.dumps(probed))
     changed["python"][0]["version"] += ".post1"
     assert normalized(make(changed)) != normalized(first)
+
+
+def test_with_source_date_epoch_the_same_image_gives_the_same_document(probed: dict[str, Any]) -> None:
+    at = source_date({"SOURCE_DATE_EPOCH": "1764892800"})
+    assert at is not None
+
+    def text(described: str) -> str:
+        bom = sbom.make_bom(probed, name="tf29-env", version=REFS[0].split(":")[1], refs=REFS, image_labels=LABELS)
+        sbom.make_reproducible(bom, at, described)
+        return sbom.to_json(bom)
+
+    first = json.loads(text("sha256:1 labels"))
+    assert text("sha256:1 labels") == text("sha256:1 labels")
+    assert first["metadata"]["timestamp"].startswith("2025-12-05T00:00:00")
+    assert json.loads(text("sha256:2 labels"))["serialNumber"] != first["serialNumber"]
+
+
+@pytest.mark.parametrize(("value", "seconds"), [("", None), ("0", 0), ("1764892800", 1764892800)])
+def test_source_date_epoch(value: str, seconds: int | None) -> None:
+    at = source_date({"SOURCE_DATE_EPOCH": value})
+    assert (None if at is None else int(at.timestamp())) == seconds
+
+
+@pytest.mark.parametrize("value", ["yesterday", "-5", "1.5", "99999999999999"])
+def test_a_bad_source_date_epoch_is_one_line_exit_2(value: str) -> None:
+    with pytest.raises(UserError) as error:
+        source_date({"SOURCE_DATE_EPOCH": value})
+    assert error.value.exit_code == 2 and "SOURCE_DATE_EPOCH=" in str(error.value) and "\n" not in str(error.value)
 
 
 def test_a_document_that_fails_the_schema_is_one_line_exit_4(probed: dict[str, Any]) -> None:

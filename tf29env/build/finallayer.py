@@ -7,6 +7,7 @@ The labels and the SBOM describe what the Dockerfile built, so they cannot be pa
 they go on top of it, which keeps every Dockerfile layer cached when only they change.
 """
 
+import datetime
 import io
 import tarfile
 import time
@@ -65,13 +66,17 @@ def context_tar(dockerfile_text: str, files: dict[str, bytes]) -> io.BytesIO:
 
 
 def add(client: DockerClient, image_id: str, *, image_labels: dict[str, str], name: str, refs: Iterable[str],
-        log: Log) -> FinalLayer:
-    """Probe image_id, make and validate its SBOM, and build the final layer on top of it."""
+        log: Log, reproducible_at: datetime.datetime | None = None) -> FinalLayer:
+    """Probe image_id, make and validate its SBOM, and build the final layer on top of it. With
+    reproducible_at, the SBOM's time is that and its serial comes from what it describes: the same
+    inputs make the same layer, which the engine then takes from its cache."""
     started = time.monotonic()
     wheels = nvidia.for_base(image_labels[labels.BASE], log)
     data = inventory(client, image_id, CUDA_SONAMES)
     bom = sbom.make_bom(data, name=name, version=image_labels[labels.VERSION], refs=refs,
                         image_labels=image_labels, nvidia_sources=wheels.sources)
+    if reproducible_at is not None:
+        sbom.make_reproducible(bom, reproducible_at, f"{image_id} {sorted(image_labels.items())}")
     text = sbom.to_json(bom)
     files = {SBOM_PATH: text.encode(), **wheels.files}
     generated = dockerfile(image_id, {**image_labels, labels.SBOM: SBOM_PATH})

@@ -7,6 +7,7 @@ import datetime
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ class BuildRequest:
     source: str = ""  # the repository URL for the source label; "" = git's origin
     repository: str = REPOSITORY  # where the default reference goes
     trust_ca_certs: list[Path] = field(default_factory=list)  # CAs the image keeps trusting (--trust-ca-cert)
+    created: datetime.datetime | None = None  # the build's time (SOURCE_DATE_EPOCH); None: now
     trusted_files: list[Path] = field(init=False)  # the certificate files trust_ca_certs names
     ca_args: dict[str, str] = field(init=False)  # the CAs' build args (tf29env.build.cacerts.ca_buildargs)
     trusted_cas: str = field(init=False)  # the kept CAs' fingerprints, for the label
@@ -120,11 +122,23 @@ def git_revision() -> str:
     return f"{sha}-dirty" if git("status", "--porcelain", "--", *context.CONTEXT_PATHS) else sha
 
 
+def source_date(environ: Mapping[str, str]) -> datetime.datetime | None:
+    """SOURCE_DATE_EPOCH (reproducible-builds.org): the created label and the SBOM's time and serial
+    follow it, so that a rebuild of the same inputs is the same image, from the engine's cache."""
+    value = environ.get("SOURCE_DATE_EPOCH", "")
+    if not value:
+        return None
+    if not value.isdigit() or int(value) > 253402300799:
+        raise UserError(f"SOURCE_DATE_EPOCH={value[:40]!r} is not a time in seconds since 1970 (e.g. git log -1 "
+                        "--format=%ct)")
+    return datetime.datetime.fromtimestamp(int(value), datetime.UTC)
+
+
 def build(client: DockerClient, request: BuildRequest, log: Log) -> BuildResult:
     """Build the Dockerfile, probe the result, and add the final layer (labels, SBOM); tag it as
     request.tag (or its full computed tag)."""
     base = resolve_base(client, request, log)
-    created = datetime.datetime.now(datetime.UTC)
+    created = request.created or datetime.datetime.now(datetime.UTC)
     meta = labels.BuildMeta(
         revision=git_revision(), created=created.strftime("%Y-%m-%dT%H:%M:%SZ"),
         source=request.source or git("config", "--get", "remote.origin.url"),
@@ -154,7 +168,7 @@ def build(client: DockerClient, request: BuildRequest, log: Log) -> BuildResult:
     refs = refs if image in refs else [*refs, image]
     log(f"==> labelling it as {version}; making its SBOM; both in a final layer of their own")
     layer = finallayer.add(client, built, image_labels=labels.expected(facts, meta, version),
-                           name=request.repository, refs=refs, log=log)
+                           name=request.repository, refs=refs, log=log, reproducible_at=request.created)
     engine.tag(client, layer.image_id, image)
     return BuildResult(image=image, image_id=layer.image_id, base=base, variant=request.variant.name, facts=facts,
                        meta=meta, version=version, refs=refs, sbom_json=layer.sbom_json,

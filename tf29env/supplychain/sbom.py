@@ -8,6 +8,8 @@ SHA-256). Bom-refs are the purls, never random, so that two SBOMs of the same im
 their timestamp and serial number (testkit/sbom.py's normalized).
 """
 
+import datetime
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -156,6 +158,13 @@ def make_bom(data: dict[str, Any], *, name: str, version: str, refs: Iterable[st
     bom.components.update(components)
     bom.register_dependency(root, components)
     return bom
+
+
+def make_reproducible(bom: Bom, timestamp: datetime.datetime, described: str) -> None:
+    """The SBOM's time is TIMESTAMP and its serial a UUID made from DESCRIBED (the image and its
+    labels), instead of now and a random one: for builds with SOURCE_DATE_EPOCH."""
+    bom.metadata.timestamp = timestamp
+    bom.serial_number = uuid.uuid5(uuid.NAMESPACE_URL, f"urn:tf29-env:sbom:{described}")
 
 
 def to_json(bom: Bom) -> str:
