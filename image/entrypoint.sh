@@ -1,12 +1,7 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR/entrypoint.d
-# The container's main process, under tini (PID 1). It checks every setting first, fits the dev
-# user to NB_UID/NB_GID, runs the start hooks, then either runs the command it was given (as the
-# dev user) or starts sshd and the Jupyter server (JupyterLab, or in the hub mode JupyterHub's
-# single-user server), runs the self-check beside them, and supervises them.
-# Each step is one numbered file in entrypoint.d/, and main() calls them in their number order. Every
-# setting is checked by one planner, startup/plan.py, whose plan (shell assignments) is the state the
-# steps share.
+# The container's main process, under tini: one numbered step per entrypoint.d/ file, called in order;
+# startup/plan.py's plan is the only state the steps share.
 set -euo pipefail
 
 # Listed, not globbed: a missing piece fails loudly, and shellcheck -x reads them as one program.
@@ -32,15 +27,14 @@ source 60-selfcheck.sh
 source 90-supervise.sh
 cd /
 
-# The plan, step by step in the pieces' number order.
 main() {
-  load_config "$@"                  # 10: the plan (startup/plan.py): /tmp, every setting; bad input stops here
+  load_config "$@"                  # 10: every setting checked; bad input stops here
   if ((ssh_starts)); then
     check_host_key_dir              # 10: SSH_HOST_KEY_DIR can be made (known only by trying)
   fi
   [[ ${cfg_mode} != hub ]] || take_hub_secrets # 12: the hub's secrets leave the environment
-  apply_apptainer_settings          # 13: under Apptainer, PYTHONNOUSERSITE; batchspawner told the port
-  check_privileges                  # 15: the run directory (root's needs: the plan checked them)
+  apply_apptainer_settings          # 13: Apptainer only
+  check_privileges                  # 15: the run directory
   fit_user                          # 20: NB_USER, NB_UID, NB_GID (without root: libnss-wrapper)
   grant_sudo                        # 22: GRANT_SUDO, only when asked
   chown_requested                   # 24: CHOWN_HOME, CHOWN_EXTRA, only when asked

@@ -4,15 +4,12 @@
 log() { printf 'tf29-env: %s\n' "$*" >&2; }
 warn() { printf 'tf29-env: WARNING: %s\n' "$*" >&2; }
 
-# One line naming the problem, exit 2, before anything was started.
 die() {
   printf 'tf29-env: ERROR: %s\n' "$*" >&2
   exit 2
 }
 
-# on_read_only_fs PATH: PATH lies on a file system mounted read-only (`docker run --read-only`, a
-# read-only volume), not merely one the caller lacks permission for. The mount on top whose
-# mount point is the longest prefix of PATH decides (the plan's mounts: point, options, ...).
+# The longest mount point that is a prefix of PATH is the mount on top, so its options decide.
 on_read_only_fs() {
   local i point best=-1 options=""
   for ((i = 0; i < ${#mounts[@]}; i += 2)); do
@@ -24,7 +21,6 @@ on_read_only_fs() {
   [[ ,${options}, == *,ro,* ]]
 }
 
-# is_mount_point DIR: something is mounted at DIR itself.
 is_mount_point() {
   local i
   for ((i = 0; i < ${#mounts[@]}; i += 2)); do
@@ -33,7 +29,6 @@ is_mount_point() {
   return 1
 }
 
-# mount_points_under DIR: the mount points at or below DIR, one a line, in mountinfo's order.
 mount_points_under() {
   local i
   for ((i = 0; i < ${#mounts[@]}; i += 2)); do
@@ -41,12 +36,9 @@ mount_points_under() {
   done
 }
 
-# The image-side helper that writes passwd/group copies (20-user).
 readonly USERS_PY=/opt/tf29-env/startup/users.py
-# The Apptainer mode's helper: the port on a shared node, the hub's port report, the tunnel line.
 readonly APPTAINER_PY=/opt/tf29-env/startup/apptainer.py
 
-# why_not_writable PATH: " (read-only file system)", or " for uid N (owner U:G, mode M)".
 why_not_writable() {
   if on_read_only_fs "$1"; then
     printf ' (read-only file system)'
@@ -55,9 +47,7 @@ why_not_writable() {
   fi
 }
 
-# write_nss_entry UID GID: passwd and group copies with NB_USER (and NB_GROUP, or NB_USER, for a gid
-# without a group) in a folder of the uid's own under /tmp, served by libnss-wrapper to every process
-# started from here on (LD_PRELOAD). `docker exec` sessions start elsewhere and see /etc/passwd only.
+# Nothing under /etc may change here, so libnss-wrapper serves the entry; `docker exec` misses it.
 write_nss_entry() {
   local dir=/tmp/tf29-env-nss-$1 answer
   mkdir -m 700 "${dir}" 2>/dev/null || true

@@ -1,14 +1,8 @@
 # shellcheck shell=bash
-# 15-privileges: hardened runtimes (Kubernetes' restricted pod security, --cap-drop ALL,
-# --read-only) take away what later steps need. What each step needs is checked here, before
-# anything starts, and what is missing stops the start with one line naming the capability or the
-# path and the fix (exit 2), instead of a raw error halfway through ("usermod: cannot lock
-# /etc/passwd", exit 1) or a container that never turns healthy. README's "Security" lists the modes.
+# 15-privileges: hardened runtimes take away what later steps need; fail now naming the fix, not halfway through.
 
-# check_run_dir: the run directory is a writable folder; only in service mode, as the command mode
-# never writes it. With `--tmpfs /run` it is empty, so it is made here, mode 1777 like the image's
-# own (the dev user writes the self-check report there). A tmpfs on /run takes the mode of the
-# image's /run (root's, 755), so without root only a tmpfs on the run directory itself will do.
+# A tmpfs on /run takes root's 755 from the image, so without root only one on the run directory itself will do;
+# 1777 because the dev user writes the self-check report there.
 check_run_dir() {
   if ((run_dir_per_run)); then
     make_run_dir # this run's own, under TMPDIR or /tmp
@@ -23,15 +17,12 @@ check_run_dir() {
     die "TFENV_RUN_DIR=${RUN_DIR} is not a writable folder$(why_not_writable "${RUN_DIR}"): mount a tmpfs on it (--tmpfs ${RUN_DIR})"
 }
 
-# check_privileges: what the start needs beyond what the planner checked (as root: the files it
-# rewrites and the capabilities, startup/plan.py: check_privileges): the run directory, in the
-# services and hub mode, which can only be known by making it.
+# The planner checked root's needs; whether the run directory can be made is known only by making it.
 check_privileges() {
   [[ ${cfg_mode} == command ]] || check_run_dir
 }
 
-# make_run_dir: this run's own run directory (the plan named it), mode 700; a folder of the name
-# that is the caller's own is left from an earlier process of the same pid and taken over.
+# A folder of that name that is the caller's own was left by an earlier process of the same pid: taken over.
 make_run_dir() {
   local error
   if [[ -e ${RUN_DIR} || -L ${RUN_DIR} ]]; then

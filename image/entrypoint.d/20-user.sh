@@ -1,24 +1,10 @@
 # shellcheck shell=bash
-# 20-user: the dev user: named NB_USER, with NB_UID/NB_GID (so that files in bind mounts belong to
-# the host user), and the command prefix (as_user) that runs things as that user.
-# NB_HOME is the home folder in /etc/passwd (JupyterLab's root, where ~/work is); HOME for the dev
-# user's processes is user_home, the same folder unless the root file system is read-only.
-#   as root          the image's jovyan is renamed to NB_USER (home /home/NB_USER, the image's files
-#                    there follow) and fitted to NB_UID/NB_GID; bind-mounted folders are not chowned
-#                    (24-chown does, when CHOWN_HOME/CHOWN_EXTRA ask);
-#   root triplet     (startup/plan.py) root itself, with HOME /home/root;
-#   without root     (--user UID[:GID]) nothing under /etc can change: a uid without a passwd entry,
-#                    or the image user's uid under another NB_USER, is given one through
-#                    libnss-wrapper (startup/users.py says why that way).
+# 20-user: the dev user, fitted to NB_UID/NB_GID so that files in bind mounts belong to the host user.
+# NB_HOME is passwd's home (JupyterLab's root); user_home is HOME, elsewhere only on a read-only root fs.
 
-# The name an earlier start of this container gave the dev user (NB_USER other than the image's
-# jovyan): a restart must find that user again, and not take another user of the name for it.
+# A restart must find the renamed user again, not take another user of that name for it.
 readonly RENAMED_USER_FILE=/etc/tf29-env/dev-user
-# Where a host home gets its copy of the image's quickstart notebooks (~IMAGE_USER/quickstart).
 readonly QUICKSTART_COPY_NAME=tf29-env-quickstart
-
-# What fit_user changes as root (user_from, user_old_uid/gid, user_rename, user_refit, user_new_group,
-# user_group_rename, user_join_users) is the plan's (startup/plan.py: plan_user), checked beforehand.
 
 fit_user() {
   if ((apptainer_mode)); then
@@ -35,8 +21,7 @@ fit_user() {
     warn "NB_USER=root NB_UID=0 NB_GID=0: ${what} runs as the container's root, with HOME /home/root (meant for rootless Docker or Podman, where that root is your host account); SSH stays off, as it never logs in as root"
     NB_HOME=/home/root
     make_home "/home/${IMAGE_USER}" "${NB_HOME}" copy
-    # root's passwd entry says the same home as HOME, for what looks it up (getent, ~root, ssh-keygen).
-    # usermod refuses while root runs processes (tini); a read-only /etc keeps the image's /root.
+    # usermod refuses while root runs processes (tini), so sed sets the home getent and ssh-keygen see.
     if [[ -w /etc/passwd && -w /etc ]]; then
       sed -i -E 's#^(root:[^:]*:[^:]*:[^:]*:[^:]*:)[^:]*:#\1/home/root:#' /etc/passwd
     fi
@@ -48,8 +33,7 @@ fit_user() {
   entry=$(getent passwd "${user_from}")
   NB_HOME=$(cut -d: -f6 <<<"${entry}")
   if ((user_rename)); then
-    # Not usermod --move-home: a bind mount under the old home cannot be moved, and the new one may
-    # exist already (Docker makes it for a mount inside it). make_home copies what is missing.
+    # Not --move-home: a bind mount under the old home cannot be moved, and Docker may have made the new one.
     usermod --login "${NB_USER}" --home "/home/${NB_USER}" "${user_from}"
     printf '%s\n' "${NB_USER}" >"${RENAMED_USER_FILE}"
     make_home "${NB_HOME}" "/home/${NB_USER}" move
@@ -63,8 +47,7 @@ fit_user() {
   fi
   if ((user_refit)); then
     ((!user_new_group)) || groupadd --gid "${gid}" "${cfg_group:-${NB_USER}}"
-    # Not usermod -u: it would also chown whatever the old uid owns under the home directory,
-    # bind-mounted host folders included. Only the image's own files there are changed.
+    # Not usermod -u: it would also chown the bind-mounted host folders under the home.
     local passwd
     passwd=$(awk -F: -v OFS=: -v u="${NB_USER}" -v uid="${uid}" -v gid="${gid}" \
       '$1 == u { $3 = uid; $4 = gid } { print }' /etc/passwd)
@@ -72,8 +55,7 @@ fit_user() {
     hand_over_home "${user_old_uid}" "${user_old_gid}" "${uid}:${gid}"
     log "dev user ${NB_USER} is now uid ${NB_UID}, gid ${NB_GID}"
   fi
-  # Always in "users" (gid 100), which owns the venv: `pip install` works for any NB_UID/NB_GID.
-  # Only when not yet: usermod rewrites /etc/group and /etc/gshadow even when nothing changes.
+  # "users" owns the venv, for pip install; only when needed, as usermod rewrites /etc/group regardless.
   ((!user_join_users)) || usermod -a -G users "${NB_USER}"
   as_user=(setpriv "--reuid=${uid}" "--regid=${gid}" --init-groups)
   user_home=${NB_HOME}
@@ -81,7 +63,6 @@ fit_user() {
   as_user+=(env "HOME=${user_home}" "USER=${NB_USER}" "LOGNAME=${NB_USER}")
 }
 
-# mounts_in DIR: the mount points strictly below DIR, one a line.
 mounts_in() {
   local point
   while IFS= read -r point; do
@@ -89,8 +70,7 @@ mounts_in() {
   done < <(mount_points_under "$1")
 }
 
-# hand_over_home OLD_UID OLD_GID UID:GID: the image's own files in the home folder (owned by the old
-# ids) follow the new ones; mounts below it are left out, so bind-mounted host folders keep theirs.
+# Mounts below are pruned, so bind-mounted host folders keep their owners.
 hand_over_home() {
   local prune=() mount_point
   while read -r mount_point; do
@@ -99,15 +79,8 @@ hand_over_home() {
   find "${NB_HOME}" -xdev "${prune[@]}" \( -uid "$1" -o -gid "$2" \) -exec chown -h "$3" {} +
 }
 
-# make_home OLD NEW move|copy: NEW becomes a home folder like OLD, the image's (its mode; move: its
-# ids, which hand_over_home then fits; copy: root's, for the triplet), holding OLD's files
-# (dotfiles, work/, .nv/), each unless NEW has it already. A folder mounted at NEW is the user's
-# own: nothing is copied into it or chowned. A folder Docker made at NEW for a mount inside it
-# (root's, 755) is the container's own, and handed over. move: OLD goes afterwards, unless something
-# is mounted in it, which is then in the wrong place (JupyterLab opens NEW): one warning names it.
-# Root with the minimal capabilities (README, Security) may not write in the dev user's folders
-# (no DAC_OVERRIDE) nor keep a folder's setgid bit in a chmod of one that is not root's (no FSETID):
-# so NEW and the copies stay root's until they are complete, and OLD is emptied by its owner.
+# A folder mounted at NEW is the user's own: nothing is copied into it or chowned. NEW stays root's until
+# complete: root with minimal capabilities (no DAC_OVERRIDE, no FSETID) may not write the user's folders.
 make_home() {
   local old=$1 new=$2 entry mode owner=0:0
   local -a old_mounts=()
@@ -131,8 +104,7 @@ make_home() {
   if ((${#old_mounts[@]} > 0)); then
     warn "${old_mounts[*]} is mounted in ${old}, but the home folder is now /home/${NB_USER} (NB_USER), where JupyterLab opens: mount it there instead (-v ...:/home/${NB_USER}/${old_mounts[0]#"${old}"/})"
   else
-    # Root first, for the image's root-owned files there (the read-only ~/quickstart notebooks): it
-    # may empty its own folders even without DAC_OVERRIDE; the owner then removes the rest.
+    # Root first, for its read-only files (~/quickstart); without DAC_OVERRIDE the owner removes the rest.
     find "${old}" -mindepth 1 -delete 2>/dev/null || true
   fi
   if ((${#old_mounts[@]} == 0)) &&
@@ -142,7 +114,6 @@ make_home() {
   fi
 }
 
-# holds_mount PATH MOUNT...: PATH is one of the mount points or holds one.
 holds_mount() {
   local path=$1 mount_point
   shift
@@ -152,8 +123,6 @@ holds_mount() {
   return 1
 }
 
-# Started with --user UID[:GID]: no root, so nothing under /etc changes. The home folder is the
-# image user's (or one mounted at /home/NB_USER); HOME moves to /tmp where the uid cannot write it.
 fit_user_without_root() {
   local uid gid entry name
   uid=$(id -u)
@@ -165,8 +134,7 @@ fit_user_without_root() {
   as_user=()
   if [[ ! -w ${NB_HOME} ]]; then
     if on_read_only_fs "${NB_HOME}"; then
-      # JupyterLab keeps the home folder as its root (~/work, a volume, is there); only the
-      # dotfiles move.
+      # Only the dotfiles move: JupyterLab keeps the home folder (~/work is there) as its root.
       make_scratch_home
     else
       local folder=${NB_HOME}
@@ -185,10 +153,8 @@ fit_user_without_root() {
   export HOME=${user_home} USER=${name} LOGNAME=${name}
 }
 
-# make_scratch_home: the home folder is on a read-only root file system (--read-only), and
-# JupyterLab, IPython and matplotlib write their settings and caches under HOME; so HOME moves to
-# /tmp (a tmpfs there: 15-privileges has checked that it is writable). Made by the dev user
-# itself (as_user without its env, when root), so that no chown, and no CAP_CHOWN, is needed.
+# JupyterLab, IPython and matplotlib write under HOME, so it moves to /tmp; made by the dev user itself,
+# so no chown (and no CAP_CHOWN) is needed.
 make_scratch_home() {
   local uid=${EUID}
   ((!is_root)) || uid=$((10#${NB_UID}))
@@ -198,8 +164,6 @@ make_scratch_home() {
   log "the root file system is read-only: HOME is ${user_home}, whose files are lost when the container stops (save work in ~/work); JupyterLab still opens ${NB_HOME}"
 }
 
-# fit_user_apptainer: 20-user's fit_user in this mode. The user is the caller, with the passwd
-# entry Apptainer gives the container (or, where there is none, libnss-wrapper's, write_nss_entry in 00-common).
 fit_user_apptainer() {
   local uid entry name
   uid=$(id -u)
@@ -222,8 +186,7 @@ fit_user_apptainer() {
   copy_quickstart
 }
 
-# copy_quickstart: the image's quickstart notebooks, once, into the home folder that JupyterLab
-# opens (the image's own ~/quickstart is not under it). A copy that is there already is the user's.
+# The image's own ~/quickstart is outside the home JupyterLab opens; a copy already there is the user's.
 copy_quickstart() {
   local source=/home/${IMAGE_USER}/quickstart target=${HOME}/${QUICKSTART_COPY_NAME} error
   [[ -d ${source} && ${HOME} != "${source%/*}" ]] || return 0

@@ -1,9 +1,6 @@
 # shellcheck shell=bash
-# 22-sudo: GRANT_SUDO, docker-stacks' way to let the dev user `sudo apt-get install` in a running
-# environment: passwordless sudo for NB_USER, so everything run in JupyterLab and SSH sessions may
-# become root. Only when the container starts as root (startup/plan.py warns otherwise) and only when
-# asked, with one WARNING line at every start; a start without it takes an earlier grant back.
-# sudo is setuid: under --security-opt no-new-privileges it cannot become root, whatever is granted.
+# 22-sudo: GRANT_SUDO, docker-stacks' passwordless sudo for NB_USER; root only, and only when asked,
+# so a start without it takes an earlier grant back.
 
 readonly SUDO_GRANT_FILE=/etc/sudoers.d/tf29-env-grant-sudo
 

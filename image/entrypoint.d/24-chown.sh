@@ -1,8 +1,5 @@
 # shellcheck shell=bash
-# 24-chown: CHOWN_HOME and CHOWN_EXTRA, docker-stacks' explicit requests to hand folders to the dev
-# user (NB_UID:NB_GID), bind mounts included, which the image otherwise never chowns (25-mounts only
-# hands over the empty folders Docker makes). startup/plan.py has checked the options (-R and the like,
-# nothing that follows links out of a folder) and the paths (none of the system's). Root only.
+# 24-chown: CHOWN_HOME and CHOWN_EXTRA, the only way bind mounts get chowned (startup/plan.py checked them).
 
 chown_requested() {
   ((is_root)) || return 0
@@ -15,8 +12,6 @@ chown_requested() {
   done
 }
 
-# chown_or_die SETTING PATH UID:GID OPTION...: one log line when done (with what chown -v/-c said),
-# one error line when chown fails (a read-only mount, a path that went away).
 chown_or_die() {
   local setting=$1 path=$2 ids=$3 output
   shift 3

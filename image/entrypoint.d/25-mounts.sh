@@ -1,17 +1,11 @@
 # shellcheck shell=bash
-# 25-mounts: the dev user must be able to write what is mounted under their home. The most common
-# first run, `docker run -v $(pwd)/notebooks:/home/jovyan/work ...` where ./notebooks does not
-# exist yet, has Docker create it on the host as root:root 755, and every save in JupyterLab then
-# fails with "Permission denied". Such a folder (a mount point that is empty and root's) is handed
-# to NB_UID/NB_GID with one log line; any other folder the dev user cannot write is left as it is
-# with one warning naming the fix, and so is every folder when there is no root to chown with.
-# Read-only mounts are meant so and left alone; so are bind-mounted files.
+# 25-mounts: Docker makes a missing bind-mount source root:root 755, so every save fails; such an empty
+# folder is handed to NB_UID/NB_GID, and anything else the dev user cannot write gets a warning.
 
 check_mounts() {
   local home=${NB_HOME}
   ((is_root)) || home=${home_folder} # fit_user may have moved NB_HOME to /tmp
-  # Every mount point at or under the home folder, with its per-mount options (rw/ro first); the
-  # last line for a point is the mount on top. Read by check_mount and holds_only_mount_points.
+  # The last line for a mount point is the mount on top, so its options win.
   local -A mount_options=()
   local -a mount_points=()
   local i mount_point
@@ -26,8 +20,6 @@ check_mounts() {
   done
 }
 
-# check_mount DIR: nothing to do if the dev user can write DIR; else hand it over if Docker just
-# made it, or say how to fix it.
 check_mount() {
   local dir=$1 owner mode uid=$((10#${NB_UID})) gid=$((10#${NB_GID})) error
   local ids=${uid}:${gid}
@@ -49,8 +41,7 @@ check_mount() {
   fi
 }
 
-# holds_only_mount_points DIR: DIR is empty but for the mount points of mounts below it (which
-# Docker creates in it, root's and empty, when a second -v goes inside the first).
+# A second -v inside the first makes Docker create root's empty mount points in it.
 holds_only_mount_points() {
   local entry
   while IFS= read -r -d '' entry; do

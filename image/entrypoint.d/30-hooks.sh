@@ -1,18 +1,6 @@
 # shellcheck shell=bash
-# 30-hooks: start hooks, as in docker-stacks but safer. Three folders, in this order: ours, then
-# docker-stacks' two, so that hooks written for its images work when mounted or copied where they
-# were. docker-stacks runs start-notebook.d before it fits the user (as the container's user) and
-# before-notebook.d after (as root when it starts as root); here all three run after the user is
-# fitted, as the container's user (root when it runs as root), before any service or command
-# starts. In name order, each file of a folder is:
-#   *.sh          sourced, in a subshell with `set -e` and without `set -u`: a command that fails
-#                 ends the hook as failed, an unset variable reads as empty (never kills the
-#                 container), and `exit N` ends only the hook (0: success). What a hook that
-#                 succeeded exported (or unset) is then copied into the entrypoint's environment,
-#                 for later hooks, JupyterLab and SSH sessions; a failed hook changes nothing.
-#   executable    run,
-#   anything else ignored, with a log line.
-# A failing hook is logged and start-up goes on. A missing folder is no error.
+# 30-hooks: ours, then docker-stacks' two folders, so that hooks written for its images work where they were.
+# *.sh is sourced in a subshell, so a bad hook never kills the start; a failing hook is only logged.
 readonly HOOK_DIRS=(/etc/tf29-env/start.d /usr/local/bin/start-notebook.d /usr/local/bin/before-notebook.d)
 
 run_start_hooks() {
@@ -41,10 +29,7 @@ run_hooks() {
   done
 }
 
-# source_hook HOOK: source it in a subshell; hook_status=its exit status. Bash ignores `set -e` in
-# a subshell run as part of `||`, `&&` or `if`, even where the subshell sets it again; so the
-# subshell is a plain command, with the entrypoint's own errexit switched off around it. Its
-# environment as it ends (exit or error included) goes to a file, through an EXIT trap.
+# Bash ignores set -e in a subshell run under ||, && or if, so it runs as a plain command with errexit off.
 source_hook() {
   local exports
   exports=$(mktemp)
@@ -69,10 +54,7 @@ source_hook() {
   rm -f "${exports}"
 }
 
-# apply_exports HOOK FILE: make the entrypoint's exported variables what the hook left (FILE: its
-# `env -0`): new or changed ones exported, removed ones unset. A name the entrypoint uses as a
-# variable of its own, unexported (cfg_*, the readonly names of 00-common, ...), is not the hook's
-# to set: skipped with a warning.
+# The entrypoint's own unexported variables (cfg_*, the readonly names) are not the hook's to set.
 apply_exports() {
   local hook=$1 file=$2 entry name value
   local -A exported=() left=()

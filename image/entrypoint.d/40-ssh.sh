@@ -1,11 +1,9 @@
 # shellcheck shell=bash
-# 40-ssh: sshd for the dev user, key-only. Host keys are made at first start in SSH_HOST_KEY_DIR
-# (mount a volume there and clients never see "host key changed"), never baked into the image.
+# 40-ssh: key-only sshd; host keys are made at first start in SSH_HOST_KEY_DIR, never baked into the image.
 
 ssh_on=0
 ssh_key_count=0
-# cfg_sshd_dir (ssh/sshd_config names it) is root's: sshd's StrictModes refuses key files under a
-# world-writable directory like RUN_DIR.
+# cfg_sshd_dir is root's: StrictModes refuses key files under a world-writable directory like RUN_DIR.
 
 prepare_ssh() {
   ((cfg_ssh && !apptainer_mode)) || return 0 # 13-apptainer: no sshd in that mode
@@ -29,7 +27,6 @@ prepare_ssh() {
 
   install -d -m 755 "${cfg_host_key_dir}"
   local type
-  # IPv4, and IPv6 where the container has it (startup/plan.py: plan_listening).
   sshd_args=(-D -e -f /opt/tf29-env/ssh/sshd_config -p "${SSH_PORT}" -o "AllowUsers=${NB_USER}"
     -o "AddressFamily=${cfg_sshd_family}")
   for type in ed25519 rsa; do
@@ -45,13 +42,8 @@ prepare_ssh() {
   ssh_on=1
 }
 
-# check_authorized_keys FILE: each line of FILE that is neither blank nor a comment is a public key,
-# and there is one at least; else one line naming the variable the keys came from, exit 2 (sshd has
-# not started). ONE ssh-keygen run over the whole file: one per line took 38 s for 10,000 keys, this
-# takes 0.1 s. It prints each key it can read and, with -v, names each line it cannot ("(stdin):N:
-# not a public key", the same in OpenSSH 8.2 and 8.4), and fails when it found no key at all. From
-# stdin, because given a file whose first line says PRIVATE KEY it reads a private key instead, and
-# passes a pasted private key.
+# One ssh-keygen run over the whole file, as one per line is far too slow; from stdin, because given a file
+# whose first line says PRIVATE KEY it would read a private key and pass it.
 check_authorized_keys() {
   local source=SSH_AUTHORIZED_KEYS report status=0
   [[ -z ${SSH_AUTHORIZED_KEYS_FILE:-} ]] || source=SSH_AUTHORIZED_KEYS_FILE
@@ -67,10 +59,7 @@ check_authorized_keys() {
   ssh_key_count=$(grep -c -v -E '^[[:space:]]*(#|$)' "$1")
 }
 
-# SSH sessions get the container's environment (PATH with the venv, CUDA/NVIDIA/TF variables,
-# LD_LIBRARY_PATH, ...), minus per-login variables and the secrets of this image, on ONE SetEnv
-# line (sshd uses only the first SetEnv it reads). Values SetEnv cannot carry (quotes,
-# backslashes, newlines) are left out.
+# sshd uses only the first SetEnv it reads, so one line; values SetEnv cannot carry are left out.
 write_ssh_environment() {
   local name value line="SetEnv"
   while IFS='=' read -r -d '' name value; do
@@ -85,4 +74,3 @@ write_ssh_environment() {
   # PATH among them: sshd's SetEnv wins over its default, and the login shell keeps it (shell/profile.sh).
   printf '%s\n' "${line}"
 }
-

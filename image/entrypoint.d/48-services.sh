@@ -1,9 +1,7 @@
 # shellcheck shell=bash
 # 48-services: the services file the healthcheck reads, then sshd (prepared and checked by 40-ssh).
 
-# SERVICES_FILE, rewritten at every start once SSH's fate is known and before anything starts. A
-# restarted container still holds the last start's Jupyter runtime files, whose pid a new process
-# may well have now: they go first, so that the healthcheck only finds the new server's.
+# A restart leaves the last start's jpserver files, whose pid a new process may have: they go first.
 write_services() {
   local services=""
   ((cfg_jupyter)) && services+="jupyter ${JUPYTER_RUNTIME_DIR}"$'\n'
@@ -19,8 +17,7 @@ start_ssh() {
   log "SSH: listening on port ${SSH_PORT} for ${NB_USER} (${ssh_key_count} public keys; no passwords)"
 }
 
-# The healthcheck opens a connection every few seconds and closes it after the greeting; sshd
-# logs two lines for each. Keep everything else, failed logins from loopback included.
+# The healthcheck's connections log two lines each; everything else, loopback failures included, is kept.
 drop_healthcheck_noise() {
   local line
   while IFS= read -r line; do

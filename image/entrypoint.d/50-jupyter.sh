@@ -1,8 +1,5 @@
 # shellcheck shell=bash
-# 50-jupyter: the Jupyter server as the dev user (never root), in one of two forms (startup/plan.py: select_mode):
-# JupyterLab on JUPYTER_PORT (IPv4, and IPv6 where the container has it: startup/plan.py) under JUPYTER_BASE_URL with the auth startup/plan.py settled on, or,
-# in the hub mode, jupyterhub-singleuser, which takes its port, prefix and login from the hub (startup/plan.py: load_hub_config).
-# Extra args (start-notebook.sh ARGS, jupyterhub-singleuser ARGS) come last, so they win.
+# 50-jupyter: JupyterLab or, in the hub mode, jupyterhub-singleuser, as the dev user; extra args come last to win.
 
 start_jupyter() {
   ((cfg_jupyter)) || return 0
@@ -17,10 +14,8 @@ start_jupyter() {
   args+=(--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate --LabApp.news_url=None)
   without_overridden_options
   args+=("${cfg_server_args[@]}")
-  # Secrets travel in the server's environment, set in this subshell (not as `env NAME=VALUE`, whose
-  # argv every process can read in ps). What the entrypoint has read already, the server and its
-  # kernels get no copy of; jupyter/jupyter_server_config.py takes JUPYTER_TOKEN out of the server's
-  # own environment before any kernel or terminal starts with a copy.
+  # Secrets go in this subshell's environment, never argv (ps shows it to all); jupyter_server_config.py
+  # takes JUPYTER_TOKEN out again before any kernel or terminal starts.
   local folder
   folder=$(server_folder)
   (
@@ -42,7 +37,6 @@ start_jupyter() {
   fi
 }
 
-# server_folder: the folder the server opens, its last root_dir (or notebook_dir) option, or the home.
 server_folder() {
   local arg folder=${JUPYTERHUB_ROOT_DIR:-${NB_HOME}}
   for arg in "${args[@]}"; do
@@ -53,9 +47,7 @@ server_folder() {
   printf '%s\n' "${folder}"
 }
 
-# Traitlets refuses an option given twice ("root_dir only accepts one value"), so each of the
-# image's options that an extra arg names again (--ServerApp.root_dir=/x, or the option and its value
-# as two args) is left out, and the extra arg alone applies.
+# Traitlets refuses an option given twice, so an image option that an extra arg names again is dropped.
 without_overridden_options() {
   local -A named=()
   local arg kept=()
@@ -68,9 +60,7 @@ without_overridden_options() {
   args=("${kept[@]}")
 }
 
-# The hub's single-user server: the hub's login, port and prefix (jupyterhub-singleuser reads them
-# from the environment), the hub's secrets back in its environment. It opens the home folder, unless
-# the hub names another (Spawner.notebook_dir, passed as JUPYTERHUB_ROOT_DIR).
+# jupyterhub-singleuser reads the hub's login, port and prefix from the environment.
 hub_server_args() {
   args=(jupyterhub-singleuser)
   [[ -n ${JUPYTERHUB_ROOT_DIR:-} ]] || args+=("--ServerApp.root_dir=${NB_HOME}")
@@ -102,8 +92,7 @@ lab_server_args() {
       args+=("--PasswordIdentityProvider.hashed_password=${cfg_password_hash}")
     fi
   fi
-  # Only requests whose Host header names an allowed host or a loopback address (the healthcheck's)
-  # are served: Jupyter's own DNS-rebinding check, which it switches off when listening on every address.
+  # Jupyter drops its DNS-rebinding check when listening on every address; this keeps it.
   if ((${#cfg_allowed_hosts[@]} > 0)); then
     local host
     args+=(--ServerApp.allow_remote_access=False --ServerApp.local_hostnames=localhost)
@@ -113,8 +102,7 @@ lab_server_args() {
   fi
 }
 
-# announce_tunnel PID: once JupyterLab (PID) listens, the line to paste on a laptop and the URL,
-# from its runtime file (the port it took, the token). In the background: it ends by itself.
+# In the background: it waits for JupyterLab's runtime file, prints the ssh -L line and ends by itself.
 announce_tunnel() {
   local node login
   node=${SLURMD_NODENAME:-$(hostname)}

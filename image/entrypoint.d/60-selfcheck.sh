@@ -1,7 +1,5 @@
 # shellcheck shell=bash
-# 60-selfcheck: the GPU / FP16 self-check, started beside JupyterLab (not before it) at a lower
-# priority so that it never delays Jupyter's readiness. SELF_CHECK=strict makes a failed check
-# stop the container (90-supervise); warn only reports; off skips it.
+# 60-selfcheck: beside JupyterLab at a lower priority, so it never delays Jupyter's readiness.
 
 start_selfcheck() {
   if [[ ${cfg_self_check} == off ]]; then

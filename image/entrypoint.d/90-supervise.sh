@@ -1,8 +1,5 @@
 # shellcheck shell=bash
-# 90-supervise: the supervised services. Which of them the healthcheck must find answering was
-# written before they started (48-services); now wait for them. `docker stop` (SIGTERM) stops them all and
-# exits 0 well inside Docker's 10 s; a service that dies on its own takes the container down with a
-# non-zero exit, so a restart policy restarts it instead of leaving it half-alive.
+# 90-supervise: a service that dies takes the container down non-zero, so a restart policy restarts it.
 
 declare -A children=()
 stopping=0
@@ -20,7 +17,6 @@ signal_children() {
   done
 }
 
-# TERM everything still running, KILL what is left after the grace period, reap all.
 stop_children() {
   signal_children TERM
   local deadline=$((SECONDS + STOP_GRACE_SECONDS)) pid alive
