@@ -297,6 +297,10 @@ def start(listing: str = TWO_GPUS, tmp: Path | None = None, data: Path | None = 
     hosts = list(subnet.subnets(new_prefix=24))
     bridge_net, pool = hosts[-1], next(subnet.subnets(new_prefix=17))
     tools = write_tools(root / "bin", listing)
+    if data is not None:
+        # A dockerd that finds its default bridge network in its store deletes the interface docker0,
+        # the main engine's: a kept data root keeps its images, never its network store.
+        shutil.rmtree(data / "network", ignore_errors=True)
     data = data or root / "data"
     (root / "daemon.json").write_text("{}\n")  # never the host's /etc/docker/daemon.json
     _ip("link", "add", bridge, "type", "bridge")

@@ -15,6 +15,7 @@ from docker import DockerClient
 from testkit.containers import TrackedContainer
 from testkit.ssh import KeyPair, make_keypair
 from tf29env import engine
+from tf29env.build.context import CONTEXT_PATHS
 from tf29env.build.pipeline import BuildRequest, build, source_date
 from tf29env.build.variants import DEFAULT_VARIANT, VARIANTS
 from tf29env.paths import REPO
@@ -36,9 +37,10 @@ TEST_TAG = os.environ.get("TF29ENV_TEST_TAG") or "tf29-env:test-gpu"
 
 
 def commit_time() -> datetime.datetime | None:
-    """HEAD's commit time, or None outside a git checkout."""
-    proc = subprocess.run(["git", "-C", str(REPO), "log", "-1", "--format=%ct"], capture_output=True, text=True,
-                          check=False)
+    """The time of the last commit that changed the image's files (its revision label), or None
+    outside a git checkout."""
+    proc = subprocess.run(["git", "-C", str(REPO), "log", "-1", "--format=%ct", "HEAD", "--", *CONTEXT_PATHS],
+                          capture_output=True, text=True, check=False)
     return source_date({"SOURCE_DATE_EPOCH": proc.stdout.strip()}) if proc.returncode == 0 else None
 
 

@@ -115,8 +115,9 @@ def git(*args: str) -> str:
 
 
 def git_revision() -> str:
-    """HEAD's SHA, with -dirty when the files that go into the image differ from it."""
-    sha = git("rev-parse", "HEAD")
+    """The last commit that changed what goes into the image (context.CONTEXT_PATHS), with -dirty when
+    those files differ from it: a commit of tests or docs alone leaves the image, and its id, as it was."""
+    sha = git("log", "-1", "--format=%H", "HEAD", "--", *context.CONTEXT_PATHS)
     if not sha:
         return "unknown"
     return f"{sha}-dirty" if git("status", "--porcelain", "--", *context.CONTEXT_PATHS) else sha
