@@ -76,7 +76,10 @@ def run_child(pending: list[LayerInfo], deadline: float, command: Command,  # no
             if now >= layer_deadline:
                 yield timed_out(pending.pop(0), layer_deadline - started, log, now - started)
                 return
-            for key, _ in selector.select(timeout=layer_deadline - now):
+            # The protocol pipe first: what the child wrote there came before the log lines ready beside
+            # it, so a layer's result resets the log before the next layer's lines are read.
+            ready = sorted(selector.select(timeout=layer_deadline - now), key=lambda event: event[0].data != "out")
+            for key, _ in ready:
                 chunk = os.read(key.fileobj.fileno(), 65536)  # type: ignore[union-attr]
                 if not chunk:
                     selector.unregister(key.fileobj)

@@ -34,6 +34,16 @@ while True:  # leave once the kernel says it is busy with the cell (get_iopub_ms
         break
 """
 
+# The same client with a cell that ends at once: it leaves when the kernel is idle again.
+PING_CELL = """
+import sys
+from jupyter_client import BlockingKernelClient
+client = BlockingKernelClient(connection_file=sys.argv[1])
+client.load_connection_file()
+client.start_channels()
+client.execute_interactive("pass", timeout=60)
+"""
+
 
 @pytest.fixture(scope="module")
 def culling_hub(hub_tools: None, docker_client: DockerClient, image: str,
@@ -54,18 +64,28 @@ def make_kernel_busy(hub: HubRun, user: User) -> None:
                            headers={"Authorization": f"token {user.token}"}, json={"name": "python3"})
     assert kernel.status_code == 201, kernel.text
     kernel_id = kernel.json()["id"]
+
+    def state() -> str:
+        kernels = hub.server_get(user, user.name, "api/kernels").json()
+        return next((k["execution_state"] for k in kernels if k["id"] == kernel_id), "")
+
     container = hub.container(user.name)
     code, found = container.exec_run(["find", "/", "-xdev", "-name", f"kernel-{kernel_id}.json"])
     paths = found.decode().split()
     assert paths, f"no connection file for kernel {kernel_id}"
+
+    def server_sees_status() -> bool:
+        # The server learns a kernel's state from an IOPub subscription of its own, which may join
+        # after the kernel started: a quick cell until the server has seen one ("idle", not "starting").
+        code, out = container.exec_run(["/opt/venv/bin/python", "-c", PING_CELL, paths[0]])
+        assert code == 0, out.decode()
+        return state() == "idle"
+
+    wait_until(server_sees_status, timeout=90, interval=1, what="the server following the new kernel's state")
     code, out = container.exec_run(["/opt/venv/bin/python", "-c", BUSY_CELL, paths[0]])
     assert code == 0, out.decode()
 
-    def busy() -> bool:
-        kernels = hub.server_get(user, user.name, "api/kernels").json()
-        return any(k["id"] == kernel_id and k["execution_state"] == "busy" for k in kernels)
-
-    assert wait_until(busy, timeout=30, what="the kernel busy")
+    assert wait_until(lambda: state() == "busy", timeout=30, what="the kernel busy")
 
 
 def test_idle_server_culled_busy_server_kept(culling_hub: HubRun) -> None:
