@@ -27,7 +27,7 @@ from tf29env.supplychain import licenses, sbom, vulns
 # "0" leaves out the tests that build images of their own (tests/build, tests/buildkit: their
 # conftest.py reads it), for `build.py test IMAGE`, which checks one image.
 BUILDER_TESTS_ENV = "TF29ENV_BUILDER_TESTS"
-TEST_WORKERS = 2
+TEST_WORKERS = 3
 
 
 def logger(args: argparse.Namespace) -> Log:
@@ -141,8 +141,8 @@ def cmd_test(args: argparse.Namespace) -> int:
         verify(client, image, log)
         env["TF29ENV_IMAGE"] = image
     extra = [arg for arg in args.pytest_args if arg != "--"] if args.pytest_args[:1] == ["--"] else args.pytest_args
-    # Most tests wait (for containers, hubs, registries) rather than compute: two workers, each
-    # taking whole groups (tests/conftest.py), halve the wait on 2 cores. `-- -n 0` runs serially.
+    # Most tests wait (for containers, hubs, registries) rather than compute: three workers, each
+    # taking whole groups (tests/conftest.py), keep 2 cores busy (bench/README.md). `-- -n 0` runs serially.
     cmd = [sys.executable, "-m", "pytest", str(REPO / "tests"), "-n", str(TEST_WORKERS), "--dist", "loadgroup", *extra]
     # The builders' own tests are part of the whole suite, but not of checking one image.
     env[BUILDER_TESTS_ENV] = "0" if image and not args.build_tests else "1"

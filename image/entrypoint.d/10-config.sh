@@ -1,17 +1,18 @@
 # shellcheck shell=bash
 # 10-config: startup/plan.py checks every setting before anything starts; its plan is the only shared state.
 
-# Each is set by the plan's eval; startup/plan.py says what each means.
+# Each is set by the plan's eval (with others only the planner reads); startup/plan.py says what each means.
 declare apptainer_mode run_dir_per_run IMAGE_RUN_DIR RUN_DIR SERVICES_FILE IMAGE_USER cfg_cert_file cfg_key_file
 
 declare cfg_mode
-declare -a cfg_server_args cfg_command
+declare -a cfg_command
 declare is_root cfg_jupyter cfg_ssh cfg_no_auth cfg_self_check SSH_PORT cfg_host_key_dir
 declare cfg_jupyter_app cfg_gen_cert cfg_jupyter_port cfg_base_url cfg_token cfg_token_generated
-declare cfg_password_hash cfg_ssh_keys ssh_starts cfg_listen_ip cfg_sshd_family cfg_sshd_dir
-declare cfg_report_port cfg_port_retries cfg_user_site cfg_dropped_pythonpath
+declare cfg_ssh_keys ssh_starts cfg_sshd_family cfg_sshd_dir
+declare cfg_report_port cfg_user_site cfg_dropped_pythonpath
 declare user_from user_old_uid user_old_gid user_rename user_refit user_new_group user_group_rename user_join_users cfg_triplet cfg_group cfg_umask cfg_grant_sudo cfg_chown_home
-declare -a mounts
+declare -a mounts cfg_server_command
+declare NB_HOME home_folder cfg_scratch_home user_old_home cfg_server_folder
 declare -a cfg_unset_names cfg_allowed_hosts cfg_chown_home_opts cfg_chown_extra_opts cfg_chown_extra
 # python3 -I adds no folder of its own to sys.path, so the package's is inserted by hand.
 readonly PLANNER=(/usr/bin/python3 -I -c
@@ -27,7 +28,7 @@ load_config() {
   esac
   eval "${plan}"
   # Fixed from here on: a sourced hook cannot move what Jupyter, the healthcheck and SSH agree on.
-  readonly apptainer_mode run_dir_per_run IMAGE_RUN_DIR RUN_DIR SERVICES_FILE IMAGE_USER
+  readonly apptainer_mode run_dir_per_run IMAGE_RUN_DIR RUN_DIR SERVICES_FILE IMAGE_USER NB_HOME home_folder
   declare -grx TFENV_RUN_DIR JUPYTER_RUNTIME_DIR
 }
 

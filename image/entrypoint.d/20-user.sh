@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # 20-user: the dev user, fitted to NB_UID/NB_GID so that files in bind mounts belong to the host user.
-# NB_HOME is passwd's home (JupyterLab's root); user_home is HOME, elsewhere only on a read-only root fs.
+# NB_HOME is passwd's home (JupyterLab's root, planned); user_home is HOME, elsewhere only on a read-only root fs.
 
 # A restart must find the renamed user again, not take another user of that name for it.
 readonly RENAMED_USER_FILE=/etc/tf29-env/dev-user
@@ -19,7 +19,6 @@ fit_user() {
     local what=JupyterLab
     [[ ${cfg_mode} != command ]] || what="the command"
     warn "NB_USER=root NB_UID=0 NB_GID=0: ${what} runs as the container's root, with HOME /home/root (meant for rootless Docker or Podman, where that root is your host account); SSH stays off, as it never logs in as root"
-    NB_HOME=/home/root
     make_home "/home/${IMAGE_USER}" "${NB_HOME}" copy
     # usermod refuses while root runs processes (tini), so sed sets the home getent and ssh-keygen see.
     if [[ -w /etc/passwd && -w /etc ]]; then
@@ -30,14 +29,11 @@ fit_user() {
     return 0
   fi
   local uid=$((10#${NB_UID})) gid=$((10#${NB_GID})) entry
-  entry=$(getent passwd "${user_from}")
-  NB_HOME=$(cut -d: -f6 <<<"${entry}")
   if ((user_rename)); then
     # Not --move-home: a bind mount under the old home cannot be moved, and Docker may have made the new one.
-    usermod --login "${NB_USER}" --home "/home/${NB_USER}" "${user_from}"
+    usermod --login "${NB_USER}" --home "${NB_HOME}" "${user_from}"
     printf '%s\n' "${NB_USER}" >"${RENAMED_USER_FILE}"
-    make_home "${NB_HOME}" "/home/${NB_USER}" move
-    NB_HOME=/home/${NB_USER}
+    make_home "${user_old_home}" "${NB_HOME}" move
     log "dev user ${user_from} is now ${NB_USER}, home ${NB_HOME}"
   fi
   if ((user_group_rename)); then
@@ -102,7 +98,7 @@ make_home() {
   fi
   [[ $3 == move ]] || return 0
   if ((${#old_mounts[@]} > 0)); then
-    warn "${old_mounts[*]} is mounted in ${old}, but the home folder is now /home/${NB_USER} (NB_USER), where JupyterLab opens: mount it there instead (-v ...:/home/${NB_USER}/${old_mounts[0]#"${old}"/})"
+    warn "${old_mounts[*]} is mounted in ${old}, but the home folder is now ${NB_HOME} (NB_USER), where JupyterLab opens: mount it there instead (-v ...:${NB_HOME}/${old_mounts[0]#"${old}"/})"
   else
     # Root first, for its read-only files (~/quickstart); without DAC_OVERRIDE the owner removes the rest.
     find "${old}" -mindepth 1 -delete 2>/dev/null || true
@@ -127,22 +123,13 @@ fit_user_without_root() {
   local uid gid entry name
   uid=$(id -u)
   gid=$(id -g)
-  NB_HOME=/home/${IMAGE_USER}
-  [[ ! -d /home/${NB_USER} ]] || NB_HOME=/home/${NB_USER}
-  home_folder=${NB_HOME} # 25-mounts looks for mounts there, wherever HOME goes
   user_home=${NB_HOME}
   as_user=()
-  if [[ ! -w ${NB_HOME} ]]; then
-    if on_read_only_fs "${NB_HOME}"; then
-      # Only the dotfiles move: JupyterLab keeps the home folder (~/work is there) as its root.
-      make_scratch_home
-    else
-      local folder=${NB_HOME}
-      NB_HOME=/tmp/tf29-env-home-${uid}
-      user_home=${NB_HOME}
-      mkdir -p "${NB_HOME}"
-      warn "uid ${uid} cannot write ${folder} (use --user UID:100, the 'users' group); HOME is ${NB_HOME}"
-    fi
+  if [[ ${NB_HOME} != "${home_folder}" ]]; then
+    mkdir -p "${NB_HOME}"
+    warn "uid ${uid} cannot write ${home_folder} (use --user UID:100, the 'users' group); HOME is ${NB_HOME}"
+  elif [[ ! -w ${NB_HOME} ]]; then
+    make_scratch_home # only the dotfiles move: JupyterLab keeps the home folder (~/work is there) as its root
   fi
   entry=$(getent passwd "${uid}") || entry=""
   name=${entry%%:*}
@@ -156,9 +143,7 @@ fit_user_without_root() {
 # JupyterLab, IPython and matplotlib write under HOME, so it moves to /tmp; made by the dev user itself,
 # so no chown (and no CAP_CHOWN) is needed.
 make_scratch_home() {
-  local uid=${EUID}
-  ((!is_root)) || uid=$((10#${NB_UID}))
-  user_home=/tmp/tf29-env-home-${uid}
+  user_home=${cfg_scratch_home}
   "${as_user[@]}" mkdir -p -m 700 "${user_home}" 2>/dev/null ||
     die "HOME: ${NB_HOME} is on a read-only file system and ${user_home} cannot be made: mount a tmpfs on /tmp (--tmpfs /tmp), or a volume on ${NB_HOME}"
   log "the root file system is read-only: HOME is ${user_home}, whose files are lost when the container stops (save work in ~/work); JupyterLab still opens ${NB_HOME}"
@@ -171,7 +156,7 @@ fit_user_apptainer() {
     log "ENABLE_USER_SITE=1: the host's PYTHONPATH and ~/.local (pip install --user) are used as they are and may shadow the image's pinned packages"
   ((!cfg_dropped_pythonpath)) ||
     warn "PYTHONPATH from the host is not passed on: its packages would come before the image's pinned ones (ENABLE_USER_SITE=1 keeps it)"
-  NB_HOME=${HOME} home_folder=${HOME} user_home=${HOME}
+  user_home=${HOME}
   as_user=()
   entry=$(getent passwd "${uid}") || entry=""
   if [[ -n ${entry} ]]; then

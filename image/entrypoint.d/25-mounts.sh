@@ -3,8 +3,7 @@
 # folder is handed to NB_UID/NB_GID, and anything else the dev user cannot write gets a warning.
 
 check_mounts() {
-  local home=${NB_HOME}
-  ((is_root)) || home=${home_folder} # fit_user may have moved NB_HOME to /tmp
+  local home=${home_folder} # not NB_HOME, which the plan may have moved to /tmp
   # The last line for a mount point is the mount on top, so its options win.
   local -A mount_options=()
   local -a mount_points=()

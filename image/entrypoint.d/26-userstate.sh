@@ -6,9 +6,7 @@ readonly USERSTATE_PY=/opt/tf29-env/startup/userstate.py
 user_state_report=()
 
 prepare_user_state() {
-  local folder=${NB_HOME}
-  ((is_root)) || folder=${home_folder}
   # Scripts of the user's packages (pip puts them in the user base's bin), after the image's own.
   [[ -n ${PYTHONNOUSERSITE:-} ]] || export PATH="${PATH}:${PYTHONUSERBASE:-${user_home}/.local}/bin"
-  mapfile -t user_state_report < <("${as_user[@]}" /usr/bin/python3 -I "${USERSTATE_PY}" start "${user_home}" "${folder}" 2>&1 || true)
+  mapfile -t user_state_report < <("${as_user[@]}" /usr/bin/python3 -I "${USERSTATE_PY}" start "${user_home}" "${home_folder}" 2>&1 || true)
 }

@@ -77,6 +77,8 @@ SCRATCH = "/tmp"  # noqa: S108 - checked, not written
 HUB_COMMANDS = ("jupyterhub-singleuser", "start-singleuser.sh", "start-singleuser.py")
 NOTEBOOK_COMMANDS = ("start-notebook.sh", "start-notebook.py")
 COMMAND_WRAPPER = "start.sh"
+# The server options that name the folder it serves (and its terminals start in).
+ROOT_DIR_OPTIONS = ("--ServerApp.root_dir", "--ServerApp.notebook_dir", "--NotebookApp.notebook_dir", "--notebook-dir")
 
 LOGIN_HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 SERVER_AUTH_ARG = re.compile(r"--?[A-Za-z]*\.?(token|password|hashed_password)(=|$)")
@@ -152,6 +154,9 @@ class System:
     def user_ids(self, name: str) -> Tuple[int, int]:
         entry = pwd.getpwnam(name)
         return entry.pw_uid, entry.pw_gid
+
+    def user_home(self, name: str) -> str:
+        return pwd.getpwnam(name).pw_dir
 
     def group_gid(self, name: str) -> Optional[int]:
         try:
@@ -252,7 +257,10 @@ class Planner:
         if self.apptainer:
             self.load_apptainer_config()
         self.plan_user()
+        self.plan_home()
         self.check_privileges()
+        if self.plan["cfg_mode"] != "command" and self.on("cfg_jupyter"):
+            self.plan_server()
 
     # The run directory: runtime state the healthcheck and the self-check read too. Its one home is
     # the Dockerfile's `ENV TFENV_RUN_DIR`, which every reader takes from the environment (exec probes
@@ -751,6 +759,79 @@ class Planner:
         # In "users" once refitted: as its primary group, or as a listed member.
         users_gid, members = self.system.group_members("users")
         self.flag("user_join_users", gid != users_gid and user_from not in members)
+
+    # NB_HOME: the dev user's home folder as passwd has it after fit_user (20-user), and JupyterLab's root.
+    # home_folder: where the user's files are (25-mounts, 26-userstate): NB_HOME, but without root a
+    # home folder uid EUID cannot write, whose NB_HOME moves to a scratch one. cfg_scratch_home: HOME
+    # instead of NB_HOME on a read-only file system (make_scratch_home), or the moved NB_HOME.
+    # user_old_home: root's dev user's home before a rename (make_home moves its files).
+    def plan_home(self) -> None:
+        user = self.get("NB_USER")
+        uid = self.euid if not self.on("is_root") else int(self.get("NB_UID"))
+        scratch = f"{SCRATCH}/tf29-env-home-{uid}"
+        old = ""
+        if self.apptainer:
+            home = folder = self.get("HOME")
+        elif not self.on("is_root"):
+            folder = f"/home/{user}" if self.system.is_dir(f"/home/{user}") else f"/home/{self.get('TFENV_IMAGE_USER')}"
+            home = folder
+            if not self.system.writable(folder) and not self.read_only(folder):
+                home = scratch
+        elif self.on("cfg_triplet"):
+            home = folder = "/home/root"
+        else:
+            old = self.system.user_home(str(self.plan["user_from"]))
+            home = folder = f"/home/{user}" if self.on("user_rename") else old
+        self.plan.update(NB_HOME=home, home_folder=folder, cfg_scratch_home=scratch, user_old_home=old)
+
+    # The server's command line (50-jupyter runs it as the dev user) and the folder it starts in, where
+    # its terminals open. Traitlets refuses an option given twice, so an image option that an extra
+    # argument names again is dropped; the extra arguments come last.
+    def plan_server(self) -> None:
+        home, extra = str(self.plan["NB_HOME"]), self.server_args()
+        if self.plan["cfg_mode"] == "hub":
+            # jupyterhub-singleuser reads the hub's login, port and prefix from the environment.
+            own = ["jupyterhub-singleuser"]
+            if not self.get("JUPYTERHUB_ROOT_DIR"):
+                own.append(f"--ServerApp.root_dir={home}")
+        else:
+            own = self.lab_args(home)
+        # No network calls from a server that often has none: no update checks, no news feed.
+        own += ["--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.news_url=None"]
+        named = {arg.split("=", 1)[0] for arg in extra if arg.startswith("--")}
+        command = [arg for arg in own if not (arg.startswith("--") and arg.split("=", 1)[0] in named)] + extra
+        folder = self.get("JUPYTERHUB_ROOT_DIR") or home
+        for arg in command:
+            name, _, value = arg.partition("=")
+            if name in ROOT_DIR_OPTIONS:
+                folder = value
+        self.plan.update(cfg_server_command=command, cfg_server_folder=folder)
+
+    def lab_args(self, home: str) -> List[str]:
+        plan = self.plan
+        args = [
+            "jupyter", str(plan["cfg_jupyter_app"]), f"--ServerApp.ip={plan['cfg_listen_ip']}",
+            f"--ServerApp.port={plan['cfg_jupyter_port']}",
+            f"--ServerApp.port_retries={plan['cfg_port_retries']}",  # 0 but for a port the plan chose under Apptainer
+            "--ServerApp.open_browser=False", f"--ServerApp.root_dir={home}",
+            f"--ServerApp.base_url={plan['cfg_base_url']}",
+        ]
+        if self.on("cfg_gen_cert"):
+            args += [f"--ServerApp.certfile={plan['cfg_cert_file']}", f"--ServerApp.keyfile={plan['cfg_key_file']}"]
+        # The token goes in the server's environment (50-jupyter), never argv: ps shows argv to all.
+        if self.on("cfg_no_auth"):
+            args += ["--IdentityProvider.token=", "--PasswordIdentityProvider.hashed_password="]
+        else:
+            if not plan["cfg_token"]:
+                args.append("--IdentityProvider.token=")
+            if plan["cfg_password_hash"]:
+                args.append(f"--PasswordIdentityProvider.hashed_password={plan['cfg_password_hash']}")
+        hosts = plan["cfg_allowed_hosts"]
+        # Jupyter drops its DNS-rebinding check when listening on every address; this keeps it.
+        if hosts:
+            args += ["--ServerApp.allow_remote_access=False", "--ServerApp.local_hostnames=localhost",
+                     *[f"--ServerApp.local_hostnames={host}" for host in hosts]]
+        return args
 
     def need_for_the_user(self, need: Callable[[str, str], None], service_mode: bool) -> None:
         user, uid, gid = self.get("NB_USER"), self.get("NB_UID"), self.get("NB_GID")

@@ -80,6 +80,9 @@ class FakeSystem(plan.System):
     def user_ids(self, name: str) -> tuple[int, int]:
         return {"root": (0, 0), "daemon": (1, 1), "jovyan": (1000, 100), "ann": (1000, 100)}[name]
 
+    def user_home(self, name: str) -> str:
+        return {"root": "/root", "jovyan": "/home/jovyan", "ann": "/home/ann"}[name]
+
     def group_gid(self, name: str) -> int | None:
         return {"root": 0, "adm": 4, "shadow": 42, "staff": 50, "users": 100}.get(name)
 
@@ -477,7 +480,14 @@ def test_the_default_plan() -> None:
         "cfg_triplet": "0", "cfg_group": "", "cfg_umask": "", "cfg_grant_sudo": "0", "cfg_chown_home": "0",
         "cfg_chown_home_opts": [], "cfg_chown_extra_opts": [], "cfg_chown_extra": [], "user_from": "jovyan",
         "user_old_uid": "1000", "user_old_gid": "100", "user_rename": "0", "user_refit": "0", "user_new_group": "0",
-        "user_group_rename": "0", "user_join_users": "0"}
+        "user_group_rename": "0", "user_join_users": "0", "NB_HOME": "/home/jovyan", "home_folder": "/home/jovyan",
+        "cfg_scratch_home": "/tmp/tf29-env-home-1000", "user_old_home": "/home/jovyan",
+        "cfg_server_command": ["jupyter", "lab", "--ServerApp.ip=0.0.0.0", "--ServerApp.port=8888",
+                               "--ServerApp.port_retries=0", "--ServerApp.open_browser=False",
+                               "--ServerApp.root_dir=/home/jovyan", "--ServerApp.base_url=/",
+                               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                               "--LabApp.news_url=None"],
+        "cfg_server_folder": "/home/jovyan"}
     assert exports == {"JUPYTER_RUNTIME_DIR": "/run/tf29-env/jupyter", "TENSORBOARD_PROXY_URL": "/proxy/%PORT%/"}
     assert warnings == []
 
@@ -685,6 +695,79 @@ def test_the_user_plan_as_root() -> None:
                                          "user_new_group", "user_join_users")] == \
         ["jovyan", "1000", "100", "1", "1", "1", "1"]
     assert planned({"NB_UID": "4321"}, euid=4321)[0]["user_refit"] == "0"  # without root nothing is planned
+
+
+# The dev user's home: (environment, euid, what is read-only or not writable, folders that are missing,
+# NB_HOME, home_folder, user_old_home). Without root the scratch home is the euid's; as root NB_UID's.
+HOMES = {
+    "as built": ({}, 0, (), (), "/home/jovyan", "/home/jovyan", "/home/jovyan"),
+    "renamed by NB_USER": ({"NB_USER": "ann"}, 0, (), (), "/home/ann", "/home/ann", "/home/jovyan"),
+    "root triplet": ({"NB_USER": "root", "NB_UID": "0", "NB_GID": "0"}, 0, (), (), "/home/root", "/home/root", ""),
+    "without root": ({}, 1000, (), (), "/home/jovyan", "/home/jovyan", ""),
+    "without root, NB_USER's folder": ({"NB_USER": "ann"}, 1000, (), (), "/home/ann", "/home/ann", ""),
+    "without root, no NB_USER folder": ({"NB_USER": "ann"}, 1000, (), ("/home/ann",), "/home/jovyan", "/home/jovyan",
+                                        ""),
+    "without root, another uid's folder": ({}, 4321, ("/home/jovyan",), (), "/tmp/tf29-env-home-4321", "/home/jovyan",
+                                           ""),
+    "Apptainer": (APPTAINER, 1000, (), (), "/home/ann", "/home/ann", ""),
+}
+
+
+@pytest.mark.parametrize("case", HOMES)
+def test_the_home_folder(case: str) -> None:
+    env, euid, not_writable, not_folders, home, folder, old = HOMES[case]
+    variables = planned(env, euid=euid, system=FakeSystem(read_only=not_writable, files_not_folders=not_folders))[0]
+    assert (variables["NB_HOME"], variables["home_folder"], variables["user_old_home"]) == (home, folder, old)
+
+
+def test_a_home_on_a_read_only_root_stays_and_home_moves_to_scratch() -> None:
+    """--read-only: NB_HOME stays JupyterLab's root; 20-user moves HOME to the scratch home instead."""
+    system = FakeSystem(files={"/proc/self/mountinfo": "1 0 0:1 / / ro - o o rw\n2 1 0:2 / /tmp rw - o o rw\n"},
+                        read_only=("/home/jovyan",))
+    variables = planned({}, euid=1000, system=system)[0]
+    assert (variables["NB_HOME"], variables["cfg_scratch_home"]) == ("/home/jovyan", "/tmp/tf29-env-home-1000")
+    assert planned({"NB_UID": "4321"}, system=system)[0]["cfg_scratch_home"] == "/tmp/tf29-env-home-4321"
+
+
+LAB = ["jupyter", "lab", "--ServerApp.ip=0.0.0.0", "--ServerApp.port=8888", "--ServerApp.port_retries=0",
+       "--ServerApp.open_browser=False", "--ServerApp.root_dir=/home/jovyan", "--ServerApp.base_url=/"]
+NO_NEWS = ["--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.news_url=None"]
+# The server's command line: (environment, args, the command, the folder it starts in).
+SERVERS = {
+    "chosen token: in the environment, not argv": ({"JUPYTER_TOKEN": "x" * 16}, (), [*LAB, *NO_NEWS],
+                                                   "/home/jovyan"),
+    "password only": ({"JUPYTER_PASSWORD_HASH": "sha1:ab"}, (), [
+        *LAB, "--IdentityProvider.token=", "--PasswordIdentityProvider.hashed_password=sha1:ab", *NO_NEWS],
+        "/home/jovyan"),
+    "no auth, allowed hosts": ({"JUPYTER_INSECURE_NO_AUTH": "1", "JUPYTER_ALLOWED_HOSTS": "a.example, b"}, (), [
+        *LAB, "--IdentityProvider.token=", "--PasswordIdentityProvider.hashed_password=",
+        "--ServerApp.allow_remote_access=False", "--ServerApp.local_hostnames=localhost",
+        "--ServerApp.local_hostnames=a.example", "--ServerApp.local_hostnames=b", *NO_NEWS], "/home/jovyan"),
+    "GEN_CERT": ({"GEN_CERT": "1", "JUPYTER_TOKEN": "x" * 16}, (), [
+        *LAB, "--ServerApp.certfile=/run/tf29-env/jupyter/tf29-env-cert.pem",
+        "--ServerApp.keyfile=/run/tf29-env/jupyter/tf29-env-key.pem", *NO_NEWS], "/home/jovyan"),
+    "an extra arg replaces the image's option": (
+        {"JUPYTER_TOKEN": "x" * 16}, ("start-notebook.sh", "--ServerApp.root_dir=/data", "--LabApp.news_url=x"),
+        [*LAB[:6], LAB[7], NO_NEWS[0], "--ServerApp.root_dir=/data", "--LabApp.news_url=x"], "/data"),
+    "--notebook-dir keeps the image's option and names the folder": (
+        {"JUPYTER_TOKEN": "x" * 16}, ("start-notebook.sh", "--notebook-dir=/data"),
+        [*LAB, *NO_NEWS, "--notebook-dir=/data"], "/data"),
+    "hub": (HUB, (), ["jupyterhub-singleuser", "--ServerApp.root_dir=/home/jovyan", *NO_NEWS], "/home/jovyan"),
+    "hub with its root folder": ({**HUB, "JUPYTERHUB_ROOT_DIR": "/srv/ann"}, ("jupyterhub-singleuser", "--debug"),
+                                 ["jupyterhub-singleuser", *NO_NEWS, "--debug"], "/srv/ann"),
+}
+
+
+@pytest.mark.parametrize("case", SERVERS)
+def test_the_server_command(case: str) -> None:
+    env, args, command, folder = SERVERS[case]
+    variables = planned(env, args)[0]
+    assert (variables["cfg_server_command"], variables["cfg_server_folder"]) == (command, folder)
+
+
+def test_no_server_is_planned_for_a_command_or_without_jupyter() -> None:
+    assert "cfg_server_command" not in planned({}, ("start.sh", "id"))[0]
+    assert "cfg_server_command" not in planned({"ENABLE_JUPYTER": "0", "SSH_AUTHORIZED_KEYS": KEY})[0]
 
 
 def test_chown_extra_on_a_read_only_mount(tmp_path: Path) -> None:
