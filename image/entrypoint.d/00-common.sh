@@ -9,43 +9,8 @@ die() {
   exit 2
 }
 
-# The longest mount point that is a prefix of PATH is the mount on top, so its options decide.
-on_read_only_fs() {
-  local i point best=-1 options=""
-  for ((i = 0; i < ${#mounts[@]}; i += 2)); do
-    point=${mounts[i]}
-    if [[ $1 == "${point}" || $1 == "${point%/}/"* ]] && ((${#point} >= best)); then
-      best=${#point} options=${mounts[i + 1]}
-    fi
-  done
-  [[ ,${options}, == *,ro,* ]]
-}
-
-is_mount_point() {
-  local i
-  for ((i = 0; i < ${#mounts[@]}; i += 2)); do
-    [[ ${mounts[i]} != "$1" ]] || return 0
-  done
-  return 1
-}
-
-mount_points_under() {
-  local i
-  for ((i = 0; i < ${#mounts[@]}; i += 2)); do
-    [[ ${mounts[i]} != "$1" && ${mounts[i]} != "${1%/}/"* ]] || printf '%s\n' "${mounts[i]}"
-  done
-}
-
 readonly USERS_PY=/opt/tf29-env/startup/users.py
 readonly APPTAINER_PY=/opt/tf29-env/startup/apptainer.py
-
-why_not_writable() {
-  if on_read_only_fs "$1"; then
-    printf ' (read-only file system)'
-  else
-    printf ' for uid %s (%s)' "${EUID}" "$(stat -c 'owner %u:%g, mode %a' "$1" 2>/dev/null || echo missing)"
-  fi
-}
 
 # Nothing under /etc may change here, so libnss-wrapper serves the entry; `docker exec` misses it.
 write_nss_entry() {

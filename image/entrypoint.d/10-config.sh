@@ -11,7 +11,8 @@ declare cfg_jupyter_app cfg_gen_cert cfg_jupyter_port cfg_base_url cfg_token cfg
 declare cfg_ssh_keys ssh_starts cfg_sshd_family cfg_sshd_dir
 declare cfg_report_port cfg_user_site cfg_dropped_pythonpath
 declare user_from user_old_uid user_old_gid user_rename user_refit user_new_group user_group_rename user_join_users cfg_triplet cfg_group cfg_umask cfg_grant_sudo cfg_chown_home
-declare -a mounts cfg_server_command
+declare -a cfg_server_command home_mounts home_rw_mounts old_home_mounts
+declare home_read_only home_is_mount cfg_ssh_key_count
 declare NB_HOME home_folder cfg_scratch_home user_old_home cfg_server_folder
 declare -a cfg_unset_names cfg_allowed_hosts cfg_chown_home_opts cfg_chown_extra_opts cfg_chown_extra
 # python3 -I adds no folder of its own to sys.path, so the package's is inserted by hand.

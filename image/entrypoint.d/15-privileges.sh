@@ -8,13 +8,14 @@ check_run_dir() {
     make_run_dir # this run's own, under TMPDIR or /tmp
     return 0
   fi
+  # The planner has said why, where it could know; what is left is a change since.
+  local error
   if [[ ! -e ${RUN_DIR} ]]; then
-    local parent=${RUN_DIR%/*}
-    mkdir -m 1777 "${RUN_DIR}" 2>/dev/null ||
-      die "TFENV_RUN_DIR=${RUN_DIR} does not exist and cannot be made: ${parent:-/} is not writable$(why_not_writable "${parent:-/}"); mount a tmpfs on ${RUN_DIR} itself (--tmpfs ${RUN_DIR}: it keeps the image's mode 1777)"
+    error=$(mkdir -m 1777 -- "${RUN_DIR}" 2>&1) ||
+      die "TFENV_RUN_DIR=${RUN_DIR} does not exist and cannot be made (${error//$'\n'/ }): mount a tmpfs on ${RUN_DIR} itself (--tmpfs ${RUN_DIR}: it keeps the image's mode 1777)"
   fi
   [[ -d ${RUN_DIR} && -w ${RUN_DIR} ]] ||
-    die "TFENV_RUN_DIR=${RUN_DIR} is not a writable folder$(why_not_writable "${RUN_DIR}"): mount a tmpfs on it (--tmpfs ${RUN_DIR})"
+    die "TFENV_RUN_DIR=${RUN_DIR} is not a writable folder: mount a tmpfs on it (--tmpfs ${RUN_DIR})"
 }
 
 # The planner checked root's needs; whether the run directory can be made is known only by making it.

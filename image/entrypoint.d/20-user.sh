@@ -55,23 +55,16 @@ fit_user() {
   ((!user_join_users)) || usermod -a -G users "${NB_USER}"
   as_user=(setpriv "--reuid=${uid}" "--regid=${gid}" --init-groups)
   user_home=${NB_HOME}
-  ! on_read_only_fs "${NB_HOME}" || make_scratch_home
+  ((!home_read_only)) || make_scratch_home
   as_user+=(env "HOME=${user_home}" "USER=${NB_USER}" "LOGNAME=${NB_USER}")
-}
-
-mounts_in() {
-  local point
-  while IFS= read -r point; do
-    [[ ${point} == "$1" ]] || printf '%s\n' "${point}"
-  done < <(mount_points_under "$1")
 }
 
 # Mounts below are pruned, so bind-mounted host folders keep their owners.
 hand_over_home() {
   local prune=() mount_point
-  while read -r mount_point; do
-    prune+=(-path "${mount_point}" -prune -o)
-  done < <(mounts_in "${NB_HOME}")
+  for mount_point in "${home_mounts[@]}"; do
+    [[ ${mount_point} == "${NB_HOME}" ]] || prune+=(-path "${mount_point}" -prune -o)
+  done
   find "${NB_HOME}" -xdev "${prune[@]}" \( -uid "$1" -o -gid "$2" \) -exec chown -h "$3" {} +
 }
 
@@ -79,17 +72,15 @@ hand_over_home() {
 # complete: root with minimal capabilities (no DAC_OVERRIDE, no FSETID) may not write the user's folders.
 make_home() {
   local old=$1 new=$2 entry mode owner=0:0
-  local -a old_mounts=()
-  mapfile -t old_mounts < <(mounts_in "${old}")
   mode=$(stat -c %a "${old}")
   [[ $3 != move ]] || owner=$(stat -c %u:%g "${old}")
-  if is_mount_point "${new}"; then
+  if ((home_is_mount)); then
     log "${new} is a mount: the image's files in ${old} are not copied into it"
   else
     if [[ -e ${new} ]]; then chown 0:0 "${new}"; else mkdir -m 700 "${new}"; fi
     while IFS= read -r -d '' entry; do
       [[ ! -e ${new}/${entry##*/} && ! -L ${new}/${entry##*/} ]] || continue
-      if holds_mount "${entry}" "${old_mounts[@]}"; then continue; fi
+      if holds_mount "${entry}" "${old_home_mounts[@]}"; then continue; fi
       cp -a --no-preserve=ownership "${entry}" "${new}/${entry##*/}"
       chown -h -R "${owner}" "${new}/${entry##*/}"
     done < <(find "${old}" -mindepth 1 -maxdepth 1 -print0)
@@ -97,13 +88,13 @@ make_home() {
     chown "${owner}" "${new}"
   fi
   [[ $3 == move ]] || return 0
-  if ((${#old_mounts[@]} > 0)); then
-    warn "${old_mounts[*]} is mounted in ${old}, but the home folder is now ${NB_HOME} (NB_USER), where JupyterLab opens: mount it there instead (-v ...:${NB_HOME}/${old_mounts[0]#"${old}"/})"
+  if ((${#old_home_mounts[@]} > 0)); then
+    warn "${old_home_mounts[*]} is mounted in ${old}, but the home folder is now ${NB_HOME} (NB_USER), where JupyterLab opens: mount it there instead (-v ...:${NB_HOME}/${old_home_mounts[0]#"${old}"/})"
   else
     # Root first, for its read-only files (~/quickstart); without DAC_OVERRIDE the owner removes the rest.
     find "${old}" -mindepth 1 -delete 2>/dev/null || true
   fi
-  if ((${#old_mounts[@]} == 0)) &&
+  if ((${#old_home_mounts[@]} == 0)) &&
     { ! setpriv "--reuid=${owner%:*}" "--regid=${owner#*:}" --clear-groups find "${old}" -mindepth 1 -delete 2>/dev/null ||
       ! rmdir -- "${old}" 2>/dev/null; }; then
     log "${old}, the image's home folder before NB_USER, could not be removed; it is left as it is"

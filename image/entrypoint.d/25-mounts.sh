@@ -3,18 +3,8 @@
 # folder is handed to NB_UID/NB_GID, and anything else the dev user cannot write gets a warning.
 
 check_mounts() {
-  local home=${home_folder} # not NB_HOME, which the plan may have moved to /tmp
-  # The last line for a mount point is the mount on top, so its options win.
-  local -A mount_options=()
-  local -a mount_points=()
-  local i mount_point
-  for ((i = 0; i < ${#mounts[@]}; i += 2)); do
-    mount_point=${mounts[i]}
-    [[ ${mount_point} == "${home}" || ${mount_point} == "${home}/"* ]] || continue
-    [[ -n ${mount_options[${mount_point}]+set} ]] || mount_points+=("${mount_point}")
-    mount_options[${mount_point}]=${mounts[i + 1]}
-  done
-  for mount_point in "${mount_points[@]}"; do
+  local mount_point
+  for mount_point in "${home_rw_mounts[@]}"; do
     check_mount "${mount_point}"
   done
 }
@@ -23,8 +13,7 @@ check_mount() {
   local dir=$1 owner mode uid=$((10#${NB_UID})) gid=$((10#${NB_GID})) error
   local ids=${uid}:${gid}
   [[ -d ${dir} && ! -L ${dir} ]] || return 0
-  [[ ${mount_options[${dir}]} == rw* ]] || return 0
-  if ((!is_root)) && [[ ${dir} == "${home}" ]]; then return 0; fi # fit_user has warned already
+  if ((!is_root)) && [[ ${dir} == "${home_folder}" ]]; then return 0; fi # fit_user has warned already
   if "${as_user[@]}" test -w "${dir}" -a -x "${dir}"; then return 0; fi
   read -r owner mode < <(stat -c '%u:%g %a' "${dir}") || owner='?' mode='?'
   if ((!is_root)); then
@@ -42,9 +31,12 @@ check_mount() {
 
 # A second -v inside the first makes Docker create root's empty mount points in it.
 holds_only_mount_points() {
-  local entry
+  local entry point
   while IFS= read -r -d '' entry; do
-    [[ -n ${mount_options[${entry}]+set} ]] || return 1
+    for point in "${home_mounts[@]}"; do
+      [[ ${point} != "${entry}" ]] || continue 2
+    done
+    return 1
   done < <(find "$1" -mindepth 1 -maxdepth 1 -print0)
   return 0
 }

@@ -14,7 +14,7 @@ start_ssh() {
   ((ssh_on)) || return 0
   /usr/sbin/sshd "${sshd_args[@]}" 2> >(drop_healthcheck_noise >&2) &
   children[$!]=sshd
-  log "SSH: listening on port ${SSH_PORT} for ${NB_USER} (${ssh_key_count} public keys; no passwords)"
+  log "SSH: listening on port ${SSH_PORT} for ${NB_USER} (${cfg_ssh_key_count} public keys; no passwords)"
 }
 
 # The healthcheck's connections log two lines each; everything else, loopback failures included, is kept.

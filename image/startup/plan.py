@@ -141,6 +141,13 @@ class System:
     def new_token(self) -> str:
         return secrets.token_hex(24)
 
+    def check_public_keys(self, keys: str) -> Tuple[int, str]:
+        """ssh-keygen's exit status and messages for KEYS: one run over all of them (one per line is far
+        too slow), read from stdin (given a file whose first line says PRIVATE KEY it reads a private key)."""
+        done = subprocess.run(["ssh-keygen", "-v", "-l", "-f", "-"], input=keys.encode("utf-8", "surrogateescape"),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+        return done.returncode, done.stderr.decode("utf-8", "replace")
+
     def writable(self, path: str) -> bool:
         """As the shell's -w: with the effective ids and capabilities."""
         return os.access(path, os.W_OK, effective_ids=os.access in os.supports_effective_ids)
@@ -261,6 +268,8 @@ class Planner:
         self.check_privileges()
         if self.plan["cfg_mode"] != "command" and self.on("cfg_jupyter"):
             self.plan_server()
+        if self.plan["cfg_mode"] != "command" and self.on("ssh_starts") and not self.apptainer:
+            self.check_authorized_keys()
 
     # The run directory: runtime state the healthcheck and the self-check read too. Its one home is
     # the Dockerfile's `ENV TFENV_RUN_DIR`, which every reader takes from the environment (exec probes
@@ -567,6 +576,23 @@ class Planner:
             hosts.append(name)
         return hosts
 
+    # sshd reads the keys as given, without the CRs a Windows editor leaves (40-ssh writes them so).
+    def check_authorized_keys(self) -> None:
+        keys = str(self.plan["cfg_ssh_keys"]).replace("\r", "")
+        source = "SSH_AUTHORIZED_KEYS_FILE" if self.get("SSH_AUTHORIZED_KEYS_FILE") else "SSH_AUTHORIZED_KEYS"
+        status, report = self.system.check_public_keys(keys + "\n")
+        bad = re.search(r"\(stdin\):([0-9]+): not a public key", report)
+        if bad:
+            raise Refused(f"{source}: line {bad.group(1)} is not an SSH public key (expected e.g. 'ssh-ed25519 "
+                          "AAAA... you@host')")
+        if status != 0 and "is not a public key file" not in report:
+            said = report.rstrip("\n").replace("\n", " ")
+            raise Refused(f"{source}: ssh-keygen could not check the keys: {said}")
+        if status != 0:
+            raise Refused(f"{source}: no SSH public key in it, only comments and blank lines")
+        count = sum(1 for line in keys.split("\n") if line.strip() and not line.strip().startswith("#"))
+        self.plan.update(cfg_ssh_keys=keys, cfg_ssh_key_count=str(count))
+
     # 12: the hub mode's settings, from the hub's spawner; the hub's login is the only one.
     def load_hub_config(self) -> None:
         if not self.get("JUPYTERHUB_API_TOKEN") + self.get("JPY_API_TOKEN"):
@@ -783,6 +809,23 @@ class Planner:
             old = self.system.user_home(str(self.plan["user_from"]))
             home = folder = f"/home/{user}" if self.on("user_rename") else old
         self.plan.update(NB_HOME=home, home_folder=folder, cfg_scratch_home=scratch, user_old_home=old)
+        self.plan_home_mounts(home, folder)
+
+    # What fit_user and check_mounts (20, 25) ask of the mount table. home_mounts: the mount points at
+    # or under home_folder, once each; home_rw_mounts: those whose mount on top is read-write;
+    # old_home_mounts: those under the folder whose files make_home copies or moves (the image's home
+    # for the root triplet, the old one for a rename); home_read_only, home_is_mount: of NB_HOME.
+    def plan_home_mounts(self, home: str, folder: str) -> None:
+        mounts = self.plan["mounts"]
+        top: Dict[str, str] = {}
+        for point, options in zip(mounts[::2], mounts[1::2]):
+            top[point] = options  # dicts keep the first point's place; a later mount on it is on top
+        old = "/home/" + self.get("TFENV_IMAGE_USER") if self.on("cfg_triplet") else str(self.plan["user_old_home"])
+        under = [point for point in top if point == folder or point.startswith(folder.rstrip("/") + "/")]
+        self.plan.update(home_mounts=under, home_rw_mounts=[point for point in under if top[point].startswith("rw")],
+                         old_home_mounts=[point for point in top if old and point.startswith(old.rstrip("/") + "/")])
+        self.flag("home_read_only", self.read_only(home))
+        self.flag("home_is_mount", home in top)
 
     # The server's command line (50-jupyter runs it as the dev user) and the folder it starts in, where
     # its terminals open. Traitlets refuses an option given twice, so an image option that an extra

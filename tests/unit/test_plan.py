@@ -3,8 +3,6 @@ of accepted plans, with a fake environment, fake files, users, groups and /proc 
 container tests (tests/image/test_bad_input.py) keep one smoke test per family of failure."""
 # ruff: noqa: S108 - /tmp is a path in a fake mount table and in messages; nothing is written there
 
-import re
-import shlex
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,7 +13,8 @@ from startup import plan
 # The image's ENV, as the Dockerfile sets it.
 BASE = {"NB_USER": "jovyan", "NB_UID": "1000", "NB_GID": "100", "TFENV_IMAGE_USER": "jovyan",
         "TFENV_RUN_DIR": "/run/tf29-env", "PATH": "/opt/venv/bin:/usr/bin"}
-KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFakeFakeFakeFakeFakeFakeFakeFakeFakeFakeFake user@host"
+# A real public key (ssh-keygen -t ed25519; its private half was thrown away): the planner checks keys with ssh-keygen.
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIK2J6zonBYNG+M6tAKnRhmTykg/xHOCedEPyKYPYP60I user@host"
 HUB = {"JUPYTERHUB_API_TOKEN": "t" * 32, "JUPYTERHUB_SERVICE_URL": "http://0.0.0.0:8888/user/ann/",
        "JUPYTERHUB_SERVICE_PREFIX": "/user/ann/"}
 
@@ -101,7 +100,6 @@ MOUNTINFO = """\
 4 1 8:1 /data /home/jovyan/my\\040work rw,relatime - ext4 /dev/sda1 rw
 5 1 8:1 /data /home/jovyan/my\\040work ro,relatime - ext4 /dev/sda1 rw
 """
-COMMON = (Path(__file__).resolve().parents[2] / "image" / "entrypoint.d" / "00-common.sh").read_text()
 
 
 def planned(env: Mapping[str, str], args: tuple[str, ...] = (), euid: int = 0,
@@ -487,6 +485,7 @@ def test_the_default_plan() -> None:
                                "--ServerApp.root_dir=/home/jovyan", "--ServerApp.base_url=/",
                                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
                                "--LabApp.news_url=None"],
+        "home_mounts": [], "home_rw_mounts": [], "old_home_mounts": [], "home_read_only": "0", "home_is_mount": "0",
         "cfg_server_folder": "/home/jovyan"}
     assert exports == {"JUPYTER_RUNTIME_DIR": "/run/tf29-env/jupyter", "TENSORBOARD_PROXY_URL": "/proxy/%PORT%/"}
     assert warnings == []
@@ -669,15 +668,36 @@ def test_the_mount_table_is_read_once_for_the_entrypoint() -> None:
 @pytest.mark.parametrize(("path", "read_only"), [("/etc/passwd", True), ("/tmp/x", False), ("/tmp", False),
                                                  ("/tmpx", True), ("/home/jovyan/my work/a", True), ("/", True)])
 def test_on_a_read_only_file_system(path: str, read_only: bool) -> None:
-    """The mount on top whose point is the longest prefix decides, in the planner and in the
-    entrypoint's on_read_only_fs (00-common.sh) that reads the planner's table."""
+    """The mount on top whose point is the longest prefix decides."""
     planner = plan.Planner(BASE, (), 0, FakeSystem(files={"/proc/self/mountinfo": MOUNTINFO}), pid=1)
     planner.read_mounts()
     assert planner.read_only(path) is read_only
-    function = re.search(r"^on_read_only_fs\(\) \{\n.*?^\}\n", COMMON, re.MULTILINE | re.DOTALL)
-    assert function, "00-common.sh has no on_read_only_fs"
-    script = plan.render({"mounts": planner.plan["mounts"]}, {}) + function[0] + f"on_read_only_fs {shlex.quote(path)}"
-    assert subprocess.run(["bash", "-c", script], check=False).returncode == (0 if read_only else 1)
+
+
+# /proc/self/mountinfo of `docker run -v h:/home/jovyan -v w:/home/jovyan/work -v d:/home/jovyan/data:ro`,
+# with the work folder mounted twice (the later, read-only, is on top).
+HOME_MOUNTINFO = """\
+1 0 0:1 / / rw - overlay overlay rw
+2 1 8:1 /h /home/jovyan rw,relatime - ext4 /dev/sda1 rw
+3 2 8:1 /w /home/jovyan/work rw,relatime - ext4 /dev/sda1 rw
+4 2 8:1 /d /home/jovyan/data ro,relatime - ext4 /dev/sda1 rw
+5 3 8:1 /w /home/jovyan/work ro,relatime - ext4 /dev/sda1 rw
+6 1 8:1 /x /home/jovyanx rw,relatime - ext4 /dev/sda1 rw
+"""
+
+
+def test_the_home_folders_mounts() -> None:
+    """What 20-user and 25-mounts ask of the mount table, answered once by the planner."""
+    system = FakeSystem(files={"/proc/self/mountinfo": HOME_MOUNTINFO})
+    variables = planned({}, system=system)[0]
+    assert variables["home_mounts"] == ["/home/jovyan", "/home/jovyan/work", "/home/jovyan/data"]
+    assert variables["home_rw_mounts"] == ["/home/jovyan"]
+    assert (variables["home_read_only"], variables["home_is_mount"]) == ("0", "1")
+    renamed = planned({"NB_USER": "ann"}, system=system)[0]
+    assert renamed["old_home_mounts"] == ["/home/jovyan/work", "/home/jovyan/data"]
+    assert (renamed["home_mounts"], renamed["home_is_mount"]) == ([], "0")
+    triplet = planned({"NB_USER": "root", "NB_UID": "0", "NB_GID": "0"}, system=system)[0]
+    assert triplet["old_home_mounts"] == ["/home/jovyan/work", "/home/jovyan/data"]
 
 
 def test_read_access_needs_no_dac_read_search_with_dac_override() -> None:
@@ -768,6 +788,33 @@ def test_the_server_command(case: str) -> None:
 def test_no_server_is_planned_for_a_command_or_without_jupyter() -> None:
     assert "cfg_server_command" not in planned({}, ("start.sh", "id"))[0]
     assert "cfg_server_command" not in planned({"ENABLE_JUPYTER": "0", "SSH_AUTHORIZED_KEYS": KEY})[0]
+
+
+# Keys as ssh-keygen (run for real) reads them: (SSH_AUTHORIZED_KEYS, the refusal after "tf29-env: ERROR: ").
+BAD_KEYS = {
+    "a line that is no key": (f"{KEY}\nnot a key",
+                              "SSH_AUTHORIZED_KEYS: line 2 is not an SSH public key (expected e.g. 'ssh-ed25519 "
+                              "AAAA... you@host')"),
+    "a broken key": ("ssh-ed25519 not-base64",
+                     "SSH_AUTHORIZED_KEYS: line 1 is not an SSH public key (expected e.g. 'ssh-ed25519 "
+                     "AAAA... you@host')"),
+    "only comments": ("# team keys\n\n  # ann", "SSH_AUTHORIZED_KEYS: no SSH public key in it, only comments and blank "
+                      "lines"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_KEYS)
+def test_bad_authorized_keys(case: str) -> None:
+    keys, message = BAD_KEYS[case]
+    assert refusal({"SSH_AUTHORIZED_KEYS": keys}) == message
+
+
+def test_keys_are_counted_and_lose_their_crs() -> None:
+    variables = planned({"SSH_AUTHORIZED_KEYS": f"# team\r\n{KEY}\r\n\r\n{KEY}\r\n"})[0]
+    assert (variables["cfg_ssh_keys"], variables["cfg_ssh_key_count"]) == (f"# team\n{KEY}\n\n{KEY}\n", "2")
+    # Not checked where no sshd starts: without root, or for a command.
+    assert planned({"SSH_AUTHORIZED_KEYS": "x"}, euid=1000)[0]["cfg_ssh_keys"] == "x"
+    assert planned({"SSH_AUTHORIZED_KEYS": "x"}, ("start.sh", "id"))[0]["cfg_ssh_keys"] == "x"
 
 
 def test_chown_extra_on_a_read_only_mount(tmp_path: Path) -> None:
