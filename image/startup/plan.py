@@ -303,7 +303,7 @@ class Planner:
                          IMAGE_USER=self.get("TFENV_IMAGE_USER"))
 
     # The mount table, read once: mount point and options in pairs, in mountinfo's order (for one
-    # point the later is on top); the entrypoint's on_read_only_fs, mounts_in and check_mounts read it.
+    # point the later is on top); read_only and plan_home_mounts answer the entrypoint's questions from it.
     def read_mounts(self) -> None:
         mounts = read_mounts(self.system.read_file(MOUNTINFO) or "")
         self.plan["mounts"] = [field for mount in mounts for field in (mount.point, mount.options)]
