@@ -16,10 +16,16 @@ or directory" (the missing backup) and leaves an empty or cut-off notebook that 
 "Unreadable Notebook". Here the new content goes to a temporary file in the same folder, synced,
 then renamed over the old one: the file is always the old or the new version, the error is the
 real one ("No space left on device"), and the partial temporary file goes.
+
+The port a server reports is the one it listens on. Jupyter Server 2 test-binds a free port, closes
+it, writes its runtime file (jpserver-PID.json) and only then listens, without retrying: two servers
+started at once on a node (two users' Slurm jobs under Apptainer) both reported 8888, and the later
+one ran on with no socket. Here the port is listened on when it is chosen, and that socket is served.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
@@ -28,7 +34,9 @@ import tempfile
 from contextlib import contextmanager, suppress
 from typing import IO, Any, Iterator
 
+from jupyter_server.serverapp import ServerApp, random_ports
 from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
+from tornado.netutil import bind_sockets
 
 c: Any = get_config()  # type: ignore[name-defined]  # noqa: F821 - provided by traitlets when it loads this file
 
@@ -142,3 +150,31 @@ class ReplacingFileManager(AsyncLargeFileManager):  # type: ignore[misc]  # Any 
 
 
 c.ServerApp.contents_manager_class = ReplacingFileManager
+
+
+def _listen_on_a_free_port(self: Any) -> None:
+    """ServerApp._find_http_port, keeping the sockets it binds: the first free port from
+    ServerApp.port, trying up to port_retries more as Jupyter does, already listening."""
+    for port in random_ports(self.port, self.port_retries + 1):
+        try:
+            sockets = bind_sockets(port, self.ip)
+        except OSError as exc:
+            if exc.errno not in (errno.EADDRINUSE, errno.EACCES):
+                raise
+            self.log.info("The port %i is %s.", port, "already in use" if exc.errno == errno.EADDRINUSE
+                          else "not allowed to this user")
+            continue
+        self.port, self._tf29_sockets = port, sockets
+        return
+    taken = "no available port could be found" if self.port_retries else f"port {self.port} is not available"
+    self.log.critical("ERROR: the Jupyter server could not be started because %s.", taken)
+    self.exit(1)
+
+
+def _serve_the_listening_sockets(self: Any) -> bool:
+    self.http_server.add_sockets(self._tf29_sockets)
+    return True
+
+
+ServerApp._find_http_port = _listen_on_a_free_port
+ServerApp._bind_http_server_tcp = _serve_the_listening_sockets

@@ -4,9 +4,10 @@ node that other users' servers share, and, once it listens, the line a person pa
 Under Apptainer the image runs as the calling user on the host's network: every server on a node
 shares its ports, so a fixed 8888 would collide with another user's server. JupyterLab gets
 JUPYTER_PORT when one is asked for (and that port must be free), or else 8888, or the first free
-port after it. Jupyter itself binds the port (the kernel decides atomically, so two servers
-starting at once never share one) and may move on to a later port if another server took this one
-first; so the tunnel line is written from what Jupyter wrote into its runtime file once it listens.
+port after it. Two servers starting at once may both find the same port free here, so Jupyter
+moves on to a later port when another server took it first: the image's jupyter_server_config.py
+makes it listen on a port as it chooses it, before it writes its runtime file, and the tunnel line
+is written from that file.
 
 Standard library only, Python 3.8 (the image's /usr/bin/python3, run with -I). Subcommands:
   port                 prints "PORT RETRIES" (the port to start from, and Jupyter's port_retries),

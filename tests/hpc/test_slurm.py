@@ -129,7 +129,7 @@ def test_a_second_users_job_on_the_node_gets_another_port(cluster: Cluster) -> N
     second = Job(cluster, "bob", "--nodelist=node1 --time=00:30:00 --mem=1G --cpus-per-task=1")
     try:
         ports = {first.tunnel()[1], second.tunnel()[1]}
-        # Both jobs' output on a failure: once (1 run in 7, under load) both lines named 8888.
+        # Both started together: each must listen where its line says (image/jupyter/jupyter_server_config.py).
         assert ports == {8888, 8889}, f"alice:\n{first.text()}\nbob:\n{second.text()}"
         _, port, command, token = second.tunnel()
         assert command == f"ssh -N -L 8888:node1:{port} bob@login"

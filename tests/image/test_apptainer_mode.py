@@ -9,6 +9,7 @@ Apptainer and Slurm.
 Also the Docker recipe that Apptainer's documentation gives to try an image for it:
 `docker run --read-only --tmpfs /run --tmpfs /tmp --user 1000:100 IMAGE` starts JupyterLab."""
 
+import json
 import os
 import re
 from collections.abc import Iterator
@@ -196,6 +197,58 @@ def test_a_second_user_on_the_node_gets_the_next_port(
     bob.reload()
     assert bob.attrs["State"]["ExitCode"] == 0
     assert not [path for path in users[1].scratch.iterdir() if path.name.startswith("tf29-env-")]
+
+
+# Servers started at once on a node, as the jobs of several users starting together: each token's,
+# its runtime file's port and the ports that then answer with that token. A config that delays the
+# start by 3 s stands for a loaded node's cold start: it holds each server between choosing its port
+# and the moment Jupyter Server's own code would have listened on it.
+AT_ONCE = """
+import glob, json, os, subprocess, tempfile, time, urllib.error, urllib.request
+SLOW = "import time\\nfrom jupyter_server.serverapp import ServerApp\\nstart = ServerApp.start_app\\n" \\
+       "ServerApp.start_app = lambda self: time.sleep(3) or start(self)\\n"
+def status(port, token):
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/api/status", headers={"Authorization": f"token {token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            return answer.status
+    except urllib.error.HTTPError as error:
+        return error.code
+    except OSError:
+        return 0
+runtime = tempfile.mkdtemp()
+with open(f"{runtime}/jupyter_server_config.py", "w") as config:  # a user's own, loaded after the image's
+    config.write(SLOW)
+tokens = [f"{n:048x}" for n in range(1, 4)]
+servers = [subprocess.Popen(["jupyter", "server", "--ip=0.0.0.0", "--port=8888", "--ServerApp.port_retries=10"],
+                            env={**os.environ, "JUPYTER_TOKEN": token, "JUPYTER_RUNTIME_DIR": runtime,
+                                 "JUPYTER_CONFIG_DIR": runtime,
+                                 "PYTHONNOUSERSITE": "1"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+           for token in tokens]
+deadline = time.monotonic() + 90
+while len(glob.glob(f"{runtime}/jpserver-*.json")) < len(servers) and time.monotonic() < deadline:
+    time.sleep(0.2)
+time.sleep(1)  # a server that failed to listen after writing its file has said so by now
+infos = [json.load(open(path)) for path in glob.glob(f"{runtime}/jpserver-*.json")]
+ports = sorted({info["port"] for info in infos} | {8888})
+print(json.dumps({info["token"]: [info["port"], [p for p in ports if status(p, info["token"]) == 200]]
+                  for info in infos}))
+for server in servers:
+    server.terminate()
+"""
+
+
+def test_servers_started_at_once_each_listen_where_they_say(node: TrackedContainer, alice: Container) -> None:
+    """Jupyter Server's own port choice tests a port, writes it in its runtime file and listens later:
+    servers starting together all said 8888 and all but one listened nowhere (seen under Slurm). The
+    image's server config listens when it chooses, so the file, and the tunnel line, are right."""
+    code, out = node.exec(alice, ["python", "-c", AT_ONCE], user=f"{ALICE}:{ALICE}")
+    assert code == 0, out
+    found = json.loads(out.strip().splitlines()[-1])
+    assert len(found) == 3, out
+    ports = [port for port, _ in found.values()]
+    assert len(set(ports)) == 3 and 8888 not in ports, out  # alice's server holds 8888
+    assert all(answering == [port] for port, answering in found.values()), out
 
 
 def test_no_free_port_on_the_node_is_one_line(node: TrackedContainer, users: tuple[User, User]) -> None:
