@@ -47,7 +47,7 @@ main() {
     if ((cfg_gen_cert)) && [[ ${cfg_mode} == services ]]; then make_certificate; fi # 34: GEN_CERT
   fi
   [[ ${cfg_mode} == command ]] || prepare_ssh # 40: host keys, authorized keys, `sshd -t`
-  report_user_state                 # 45: its notes, now that every setting has passed
+  report_notes                      # 45: the planner's and 26's notes, now that every setting has passed
   apply_umask                       # 45: NB_UMASK, for what starts from here on
   [[ ${cfg_mode} != command ]] || exec_command "${cfg_command[@]}" # 45
   write_services                    # 48: what the healthcheck must find answering

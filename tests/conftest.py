@@ -5,7 +5,6 @@ containers that are always removed. No engine means the image tests fail, never 
 import datetime
 import fcntl
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,10 +14,8 @@ from docker import DockerClient
 from testkit.containers import TrackedContainer
 from testkit.ssh import KeyPair, make_keypair
 from tf29env import engine
-from tf29env.build.context import CONTEXT_PATHS
-from tf29env.build.pipeline import BuildRequest, build, source_date
+from tf29env.build.pipeline import BuildRequest, build, last_image_commit, source_date
 from tf29env.build.variants import DEFAULT_VARIANT, VARIANTS
-from tf29env.paths import REPO
 from tf29env.release import labels
 
 # Debian keeps locally added CAs here; behind a TLS-intercepting proxy the build needs them.
@@ -39,9 +36,7 @@ TEST_TAG = os.environ.get("TF29ENV_TEST_TAG") or "tf29-env:test-gpu"
 def commit_time() -> datetime.datetime | None:
     """The time of the last commit that changed the image's files (its revision label), or None
     outside a git checkout."""
-    proc = subprocess.run(["git", "-C", str(REPO), "log", "-1", "--format=%ct", "HEAD", "--", *CONTEXT_PATHS],
-                          capture_output=True, text=True, check=False)
-    return source_date({"SOURCE_DATE_EPOCH": proc.stdout.strip()}) if proc.returncode == 0 else None
+    return source_date({"SOURCE_DATE_EPOCH": last_image_commit("%ct")})
 
 
 def host_ca_certs() -> list[Path]:

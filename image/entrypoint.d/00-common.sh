@@ -11,6 +11,7 @@ die() {
 
 readonly USERS_PY=/opt/tf29-env/startup/users.py
 readonly APPTAINER_PY=/opt/tf29-env/startup/apptainer.py
+readonly ENVIRON_PY=/opt/tf29-env/startup/environ.py
 
 # Nothing under /etc may change here, so libnss-wrapper serves the entry; `docker exec` misses it.
 write_nss_entry() {

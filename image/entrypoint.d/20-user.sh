@@ -7,18 +7,11 @@ readonly RENAMED_USER_FILE=/etc/tf29-env/dev-user
 readonly QUICKSTART_COPY_NAME=tf29-env-quickstart
 
 fit_user() {
-  if ((apptainer_mode)); then
-    fit_user_apptainer
-    return 0
-  fi
   if ((!is_root)); then
     fit_user_without_root
     return 0
   fi
-  if ((cfg_triplet)); then
-    local what=JupyterLab
-    [[ ${cfg_mode} != command ]] || what="the command"
-    warn "NB_USER=root NB_UID=0 NB_GID=0: ${what} runs as the container's root, with HOME /home/root (meant for rootless Docker or Podman, where that root is your host account); SSH stays off, as it never logs in as root"
+  if ((cfg_triplet)); then # the planner has warned
     make_home "/home/${IMAGE_USER}" "${NB_HOME}" copy
     # usermod refuses while root runs processes (tini), so sed sets the home getent and ssh-keygen see.
     if [[ -w /etc/passwd && -w /etc ]]; then
@@ -110,25 +103,20 @@ holds_mount() {
   return 1
 }
 
+# Nothing under /etc changes: the planner has said why NB_HOME is not home_folder, and whether passwd
+# lacks the uid, so that libnss-wrapper serves it (cfg_nss_entry). Apptainer's HOME is the host's.
 fit_user_without_root() {
-  local uid gid entry name
-  uid=$(id -u)
-  gid=$(id -g)
   user_home=${NB_HOME}
   as_user=()
-  if [[ ${NB_HOME} != "${home_folder}" ]]; then
+  if ((apptainer_mode)); then
+    [[ ${cfg_mode} == command ]] || copy_quickstart
+  elif [[ ${NB_HOME} != "${home_folder}" ]]; then
     mkdir -p "${NB_HOME}"
-    warn "uid ${uid} cannot write ${home_folder} (use --user UID:100, the 'users' group); HOME is ${NB_HOME}"
   elif [[ ! -w ${NB_HOME} ]]; then
     make_scratch_home # only the dotfiles move: JupyterLab keeps the home folder (~/work is there) as its root
   fi
-  entry=$(getent passwd "${uid}") || entry=""
-  name=${entry%%:*}
-  if [[ -z ${entry} || (${name} == "${IMAGE_USER}" && ${NB_USER} != "${IMAGE_USER}") ]]; then
-    write_nss_entry "${uid}" "${gid}"
-    name=${NB_USER}
-  fi
-  export HOME=${user_home} USER=${name} LOGNAME=${name}
+  ((!cfg_nss_entry)) || write_nss_entry "$(id -u)" "$(id -g)"
+  export HOME=${user_home} USER=${cfg_login_name} LOGNAME=${cfg_login_name}
 }
 
 # JupyterLab, IPython and matplotlib write under HOME, so it moves to /tmp; made by the dev user itself,
@@ -138,28 +126,6 @@ make_scratch_home() {
   "${as_user[@]}" mkdir -p -m 700 "${user_home}" 2>/dev/null ||
     die "HOME: ${NB_HOME} is on a read-only file system and ${user_home} cannot be made: mount a tmpfs on /tmp (--tmpfs /tmp), or a volume on ${NB_HOME}"
   log "the root file system is read-only: HOME is ${user_home}, whose files are lost when the container stops (save work in ~/work); JupyterLab still opens ${NB_HOME}"
-}
-
-fit_user_apptainer() {
-  local uid entry name
-  uid=$(id -u)
-  ((!cfg_user_site)) ||
-    log "ENABLE_USER_SITE=1: the host's PYTHONPATH and ~/.local (pip install --user) are used as they are and may shadow the image's pinned packages"
-  ((!cfg_dropped_pythonpath)) ||
-    warn "PYTHONPATH from the host is not passed on: its packages would come before the image's pinned ones (ENABLE_USER_SITE=1 keeps it)"
-  user_home=${HOME}
-  as_user=()
-  entry=$(getent passwd "${uid}") || entry=""
-  if [[ -n ${entry} ]]; then
-    name=${entry%%:*}
-  else
-    write_nss_entry "${uid}" "$(id -g)"
-    name=${NB_USER}
-  fi
-  export USER=${name} LOGNAME=${name}
-  [[ ${cfg_mode} != command ]] || return 0
-  log "Apptainer: running as ${name} (uid ${uid}) with the host's home and network; no sshd (it needs root): reach JupyterLab through the login node with ssh -L (the line below)"
-  copy_quickstart
 }
 
 # The image's own ~/quickstart is outside the home JupyterLab opens; a copy already there is the user's.

@@ -13,6 +13,5 @@ grant_sudo() {
   # Written beside the target and renamed over it: sudo never reads a half-written rule.
   printf '%s ALL=(ALL:ALL) NOPASSWD: ALL\n' "${NB_USER}" >"${SUDO_GRANT_FILE}.partial"
   chmod 440 "${SUDO_GRANT_FILE}.partial"
-  mv -f -- "${SUDO_GRANT_FILE}.partial" "${SUDO_GRANT_FILE}"
-  warn "GRANT_SUDO=${GRANT_SUDO}: ${NB_USER} may run anything as root with sudo, without a password, and so may everything run in JupyterLab and SSH sessions: only for users you would give the container's root"
+  mv -f -- "${SUDO_GRANT_FILE}.partial" "${SUDO_GRANT_FILE}" # the planner's warning says what this grants
 }

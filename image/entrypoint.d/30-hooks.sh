@@ -31,7 +31,7 @@ run_hooks() {
 
 # Bash ignores set -e in a subshell run under ||, && or if, so it runs as a plain command with errexit off.
 source_hook() {
-  local exports
+  local exports changes names
   exports=$(mktemp)
   set +e
   (
@@ -46,36 +46,14 @@ source_hook() {
   set -e
   if ((hook_status == 0)); then
     if [[ -s ${exports} ]]; then
-      apply_exports "$1" "${exports}"
+      # What it exported, changed or unset applies from here on (startup/environ.py).
+      mapfile -t names < <(compgen -v)
+      changes=$(/usr/bin/env -0 | /usr/bin/python3 -I "${ENVIRON_PY}" after-hook "$1" "${exports}" "${names[@]}") ||
+        die "the environment start hook $1 left could not be read"
+      eval "${changes}"
     else
       warn "start hook $1 left no environment behind (an EXIT trap of its own, or exec?): nothing it exported applies"
     fi
   fi
   rm -f "${exports}"
-}
-
-# The entrypoint's own unexported variables (cfg_*, the readonly names) are not the hook's to set.
-apply_exports() {
-  local hook=$1 file=$2 entry name value
-  local -A exported=() left=()
-  for name in $(compgen -e); do exported[${name}]=1; done
-  while IFS= read -r -d '' entry; do
-    name=${entry%%=*}
-    value=${entry#*=}
-    # Not variables (exported functions: BASH_FUNC_f%%), or what each process has of its own.
-    [[ ${name} =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || continue
-    case ${name} in _ | PWD | OLDPWD | SHLVL) continue ;; esac
-    left[${name}]=1
-    if [[ -n ${exported[${name}]+set} ]]; then
-      [[ ${!name-} == "${value}" ]] || export "${name}=${value}"
-    elif [[ -v ${name} ]]; then
-      warn "start hook ${hook} exported ${name}, a variable of the entrypoint's own: ignored"
-    else
-      export "${name}=${value}"
-    fi
-  done <"${file}"
-  for name in "${!exported[@]}"; do
-    case ${name} in _ | PWD | OLDPWD | SHLVL) continue ;; esac
-    if [[ -z ${left[${name}]+set} && -v ${name} ]]; then unset -v "${name}"; fi
-  done
 }

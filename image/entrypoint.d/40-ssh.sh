@@ -5,21 +5,14 @@ ssh_on=0
 # cfg_sshd_dir is root's: StrictModes refuses key files under a world-writable directory like RUN_DIR.
 
 prepare_ssh() {
-  ((cfg_ssh && !apptainer_mode)) || return 0 # 13-apptainer: no sshd in that mode
-  if [[ -z ${cfg_ssh_keys} ]]; then
-    log "SSH is off: no SSH_AUTHORIZED_KEYS or SSH_AUTHORIZED_KEYS_FILE given (login is key-only)"
-    return 0
-  fi
-  if ((!is_root)); then
-    warn "SSH is off: sshd needs root and this container runs as uid $(id -u) (drop --user, or set ENABLE_SSH=0)"
-    return 0
-  fi
+  ((ssh_starts)) || return 0 # the planner has said why not
   install -d -m 755 /run/sshd "${cfg_sshd_dir}"
   # sshd records logins there and complains on every login when a base image lacks it.
   [[ -e /var/log/lastlog ]] || : >/var/log/lastlog
   printf '%s\n' "${cfg_ssh_keys}" >"${cfg_sshd_dir}/authorized_keys" # as the planner checked them
   chmod 644 "${cfg_sshd_dir}/authorized_keys"
-  write_ssh_environment >"${cfg_sshd_dir}/environment.conf"
+  # The environment after the hooks, on sshd's one SetEnv line (startup/environ.py).
+  /usr/bin/env -0 | /usr/bin/python3 -I "${ENVIRON_PY}" ssh-setenv >"${cfg_sshd_dir}/environment.conf"
   chmod 600 "${cfg_sshd_dir}/environment.conf"
 
   install -d -m 755 "${cfg_host_key_dir}"
@@ -37,20 +30,4 @@ prepare_ssh() {
   local problem
   problem=$(/usr/sbin/sshd -t "${sshd_args[@]}" 2>&1) || die "sshd refuses its configuration: ${problem}"
   ssh_on=1
-}
-
-# sshd uses only the first SetEnv it reads, so one line; values SetEnv cannot carry are left out.
-write_ssh_environment() {
-  local name value line="SetEnv"
-  while IFS='=' read -r -d '' name value; do
-    case "${name}" in
-      HOSTNAME | HOME | PWD | OLDPWD | SHLVL | _ | TERM | USER | LOGNAME | SHELL | MAIL) continue ;;
-      JUPYTER_TOKEN | JUPYTER_PASSWORD_HASH | SSH_AUTHORIZED_KEYS) continue ;;
-    esac
-    [[ ! ${name} =~ ${HUB_SECRET_PATTERN} ]] || continue # 12-hub has withheld them; whatever the mode
-    [[ ${value} != *[\"\\$'\n']* ]] || continue
-    line+=" \"${name}=${value}\""
-  done < <(env -0)
-  # PATH among them: sshd's SetEnv wins over its default, and the login shell keeps it (shell/profile.sh).
-  printf '%s\n' "${line}"
 }

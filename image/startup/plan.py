@@ -26,7 +26,7 @@ from dockerstacks import notebook_args
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "healthchecks"))
 from healthcheck import SERVICES, per_run_path, sshd_pid_file
 
-from startup import apptainer, users
+from startup import apptainer, environ, users
 from startup.userstate import read_mounts
 
 USAGE = 2
@@ -144,8 +144,11 @@ class System:
     def check_public_keys(self, keys: str) -> Tuple[int, str]:
         """ssh-keygen's exit status and messages for KEYS: one run over all of them (one per line is far
         too slow), read from stdin (given a file whose first line says PRIVATE KEY it reads a private key)."""
-        done = subprocess.run(["ssh-keygen", "-v", "-l", "-f", "-"], input=keys.encode("utf-8", "surrogateescape"),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+        try:
+            done = subprocess.run(["ssh-keygen", "-v", "-l", "-f", "-"], input=keys.encode("utf-8", "surrogateescape"),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+        except FileNotFoundError:  # a base image without openssh-client: one line, not a traceback
+            return 127, "ssh-keygen is not installed (openssh-client)"
         return done.returncode, done.stderr.decode("utf-8", "replace")
 
     def writable(self, path: str) -> bool:
@@ -164,6 +167,12 @@ class System:
 
     def user_home(self, name: str) -> str:
         return pwd.getpwnam(name).pw_dir
+
+    def user_name(self, uid: int) -> Optional[str]:
+        try:
+            return pwd.getpwuid(uid).pw_name
+        except KeyError:
+            return None
 
     def group_gid(self, name: str) -> Optional[int]:
         try:
@@ -233,14 +242,20 @@ class Planner:
         self.args = list(args)
         self.system = system
         self.plan: Dict[str, Value] = {"is_root": "1" if euid == 0 else "0", "cfg_report_port": "0",
-                                       "cfg_port_retries": "0", "cfg_user_site": "0", "cfg_dropped_pythonpath": "0"}
+                                       "cfg_port_retries": "0", "cfg_user_site": "0"}
         self.exports: Dict[str, str] = {}
-        self.warnings: List[str] = []
+        self.messages: List[str] = []  # what the start says once the plan holds, in order
         self.euid = euid
         self.apptainer = bool(env.get("APPTAINER_CONTAINER", "") + env.get("SINGULARITY_CONTAINER", ""))
 
     def get(self, name: str) -> str:
         return self.env.get(name, "")
+
+    def note(self, line: str) -> None:
+        self.messages.append(line)
+
+    def warn(self, line: str) -> None:
+        self.messages.append(f"WARNING: {line}")
 
     def on(self, name: str) -> bool:
         return self.plan[name] == "1"
@@ -270,6 +285,8 @@ class Planner:
             self.plan_server()
         if self.plan["cfg_mode"] != "command" and self.on("ssh_starts") and not self.apptainer:
             self.check_authorized_keys()
+        self.plan_login()
+        self.note_the_settings()
 
     # The run directory: runtime state the healthcheck and the self-check read too. Its one home is
     # the Dockerfile's `ENV TFENV_RUN_DIR`, which every reader takes from the environment (exec probes
@@ -345,7 +362,12 @@ class Planner:
                           "drop --fakeroot, nothing here needs root")
         user_site = switch(self.env, "ENABLE_USER_SITE", "0")
         self.flag("cfg_user_site", user_site)
-        self.flag("cfg_dropped_pythonpath", not user_site and bool(self.get("PYTHONPATH")))
+        if user_site:
+            self.note("ENABLE_USER_SITE=1: the host's PYTHONPATH and ~/.local (pip install --user) are used as they "
+                      "are and may shadow the image's pinned packages")
+        elif self.get("PYTHONPATH"):
+            self.warn("PYTHONPATH from the host is not passed on: its packages would come before the image's pinned "
+                      "ones (ENABLE_USER_SITE=1 keeps it)")
         home, mode = self.get("HOME"), self.plan["cfg_mode"]
         if not (len(home) > 1 and home.startswith("/") and self.system.is_dir(home)):
             raise Refused(f"HOME='{home}' is not a folder: Apptainer mounts your home there; run without --no-home, "
@@ -628,6 +650,8 @@ class Planner:
             raise Refused(f"JUPYTERHUB_SERVICE_PREFIX='{base_url}' is not a URL path like /user/NAME/")
         self.plan.update(cfg_base_url=base_url, cfg_token="", cfg_password_hash="", cfg_allowed_hosts=[])
         self.flag("cfg_token_generated", False)
+        # 12-hub takes these out of the environment: only the single-user server gets them back.
+        self.plan["cfg_hub_secret_names"] = sorted(name for name in self.env if environ.HUB_SECRET.fullmatch(name))
 
     # 52: docker-stacks' options for the server.
     def load_server_options(self) -> None:
@@ -710,16 +734,15 @@ class Planner:
         ignored = "is ignored: it needs a container started as root, and this one runs as uid"
         if not self.on("is_root"):
             if self.on("cfg_grant_sudo"):
-                self.warnings.append(f"GRANT_SUDO={self.get('GRANT_SUDO')} {ignored} {self.euid}")
+                self.warn(f"GRANT_SUDO={self.get('GRANT_SUDO')} {ignored} {self.euid}")
             if self.on("cfg_chown_home"):
-                self.warnings.append(f"CHOWN_HOME={self.get('CHOWN_HOME')} {ignored} {self.euid}")
+                self.warn(f"CHOWN_HOME={self.get('CHOWN_HOME')} {ignored} {self.euid}")
             if self.plan["cfg_chown_extra"]:
-                self.warnings.append(f"CHOWN_EXTRA {ignored} {self.euid}")
+                self.warn(f"CHOWN_EXTRA {ignored} {self.euid}")
         if not self.on("cfg_chown_home") and self.plan["cfg_chown_home_opts"]:
-            self.warnings.append("CHOWN_HOME_OPTS is set but CHOWN_HOME is not: nothing is chowned (set "
-                                 "CHOWN_HOME=yes)")
+            self.warn("CHOWN_HOME_OPTS is set but CHOWN_HOME is not: nothing is chowned (set CHOWN_HOME=yes)")
         if not self.plan["cfg_chown_extra"] and self.plan["cfg_chown_extra_opts"]:
-            self.warnings.append("CHOWN_EXTRA_OPTS is set but CHOWN_EXTRA is not: nothing is chowned")
+            self.warn("CHOWN_EXTRA_OPTS is set but CHOWN_EXTRA is not: nothing is chowned")
 
     def dev_user_name(self) -> str:
         """The dev user's name in /etc/passwd now: the image's, or the NB_USER an earlier start renamed it to."""
@@ -785,6 +808,51 @@ class Planner:
         # In "users" once refitted: as its primary group, or as a listed member.
         users_gid, members = self.system.group_members("users")
         self.flag("user_join_users", gid != users_gid and user_from not in members)
+
+    # Without root (and under Apptainer) nothing under /etc can change: cfg_login_name is USER and
+    # LOGNAME, and cfg_nss_entry says libnss-wrapper serves it, where passwd has no entry for the uid
+    # or has the image's user for it while NB_USER names another.
+    def plan_login(self) -> None:
+        self.plan.update(cfg_login_name=self.get("NB_USER"), cfg_nss_entry="0")
+        if self.on("is_root"):
+            return
+        name = self.system.user_name(self.euid)
+        image_user = self.get("TFENV_IMAGE_USER")
+        if name is None or (not self.apptainer and name == image_user and self.get("NB_USER") != image_user):
+            self.plan["cfg_nss_entry"] = "1"
+        else:
+            self.plan["cfg_login_name"] = name
+        if self.apptainer and self.plan["cfg_mode"] != "command":
+            self.note(f"Apptainer: running as {self.plan['cfg_login_name']} (uid {self.euid}) with the host's home and "
+                      "network; no sshd (it needs root): reach JupyterLab through the login node with ssh -L (the line "
+                      "below)")
+
+    # What the settings leave off, move or grant, said once every setting has passed (the steps act on it).
+    def note_the_settings(self) -> None:
+        mode = self.plan["cfg_mode"]
+        if self.on("cfg_grant_sudo") and self.on("is_root") and not self.on("cfg_triplet"):
+            self.warn(f"GRANT_SUDO={self.get('GRANT_SUDO')}: {self.get('NB_USER')} may run anything as root with sudo, "
+                      "without a password, and so may everything run in JupyterLab and SSH sessions: only for users "
+                      "you would give the container's root")
+        if self.plan["cfg_umask"]:
+            self.note(f"umask {self.plan['cfg_umask']} (NB_UMASK) for JupyterLab and the command (not SSH sessions)")
+        if mode != "command" and self.plan["cfg_self_check"] == "off":
+            self.note("self-check is off (SELF_CHECK=off); run 'selfcheck' in the container at any time")
+        if self.on("cfg_triplet") and self.on("is_root"):
+            what = "the command" if mode == "command" else "JupyterLab"
+            self.warn(f"NB_USER=root NB_UID=0 NB_GID=0: {what} runs as the container's root, with HOME /home/root "
+                      "(meant for rootless Docker or Podman, where that root is your host account); SSH stays off, "
+                      "as it never logs in as root")
+        if not self.on("is_root") and not self.apptainer and self.plan["NB_HOME"] != self.plan["home_folder"]:
+            self.warn(f"uid {self.euid} cannot write {self.plan['home_folder']} (use --user {self.euid}:100, the "
+                      f"'users' group); HOME is {self.plan['NB_HOME']}")
+        if mode == "command" or not self.on("cfg_ssh") or self.apptainer:
+            return
+        if not self.plan["cfg_ssh_keys"]:
+            self.note("SSH is off: no SSH_AUTHORIZED_KEYS or SSH_AUTHORIZED_KEYS_FILE given (login is key-only)")
+        elif not self.on("is_root"):
+            self.warn(f"SSH is off: sshd needs root and this container runs as uid {self.euid} (drop --user, or set "
+                      "ENABLE_SSH=0)")
 
     # NB_HOME: the dev user's home folder as passwd has it after fit_user (20-user), and JupyterLab's root.
     # home_folder: where the user's files are (25-mounts, 26-userstate): NB_HOME, but without root a
@@ -1012,11 +1080,12 @@ class Planner:
 
 def make_plan(env: Mapping[str, str], args: Sequence[str], euid: int, system: Optional[System] = None,
               pid: int = 1) -> Tuple[Dict[str, Value], Dict[str, str], List[str]]:
-    """The plan's variables, the variables to export, and the WARNING lines; or Refused. PID is the
+    """The plan's variables, the variables to export, and the lines to say (warnings start "WARNING: "); or
+    Refused. PID is the
     entrypoint's, which names its own run directory."""
     planner = Planner(env, args, euid, system or System(), pid)
     planner.run()
-    return planner.plan, planner.exports, planner.warnings
+    return planner.plan, planner.exports, planner.messages
 
 
 def render(plan: Mapping[str, Value], exports: Mapping[str, str]) -> str:
@@ -1029,15 +1098,24 @@ def render(plan: Mapping[str, Value], exports: Mapping[str, str]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
+# The planner's own working values: what the steps need of them is planned from them.
+PLANNER_ONLY = ("mounts", "cfg_server_args")
+
+
+def for_the_shell(plan: Mapping[str, Value], messages: List[str]) -> Dict[str, Value]:
+    """What the entrypoint evals: the plan without the planner's own values, and the lines to say
+    (cfg_notes), which 45-command says once every setting has passed, so that a refusal is a failed
+    start's only line."""
+    return {**{name: value for name, value in plan.items() if name not in PLANNER_ONLY}, "cfg_notes": messages}
+
+
 def main(argv: Sequence[str], pid: int = 1) -> int:
     try:
-        plan, exports, warnings = make_plan(os.environ, argv, os.geteuid(), pid=pid)
+        plan, exports, messages = make_plan(os.environ, argv, os.geteuid(), pid=pid)
     except Refused as refused:
         print(f"{PREFIX}ERROR: {refused}", file=sys.stderr)
         return USAGE
-    for warning in warnings:
-        print(f"{PREFIX}WARNING: {warning}", file=sys.stderr)
-    sys.stdout.buffer.write(render(plan, exports).encode("utf-8", "surrogateescape"))
+    sys.stdout.buffer.write(render(for_the_shell(plan, messages), exports).encode("utf-8", "surrogateescape"))
     return 0
 
 

@@ -11,9 +11,8 @@ entrypoint runs this with the distro's python3 -I:
       written, and no file there is made writable for the purpose: a group-writable /etc/passwd, as
       some images use, lets whoever can write it give root a password and `su` (sudo and su, being
       setuid, ignore LD_PRELOAD, so the copies change nothing for them).
-  chown-plan
-      Checks CHOWN_HOME_OPTS, CHOWN_EXTRA and CHOWN_EXTRA_OPTS from the environment and prints what
-      to run, one `KIND VALUE` line each: `home-opt -R`, `extra-opt -R`, `extra /data`.
+
+The planner (startup/plan.py) checks CHOWN_HOME_OPTS, CHOWN_EXTRA and CHOWN_EXTRA_OPTS with chown_plan.
 
 A bad value: one line `NAME: what is wrong` on stderr, exit 2 (the entrypoint prefixes its own).
 """
@@ -146,14 +145,10 @@ def main(argv: Sequence[str]) -> int:
             out_dir, uid, gid, user, group, home = argv[1:]
             write_nss_files(Path(out_dir), Path("/etc"), int(uid), int(gid), user, group, home)
             return 0
-        if list(argv) == ["chown-plan"]:
-            for kind, value in chown_plan(dict(os.environ)):
-                print(kind, value)
-            return 0
     except Refused as refused:
         print(refused, file=sys.stderr)
         return USAGE
-    print("usage: users.py nss OUT_DIR UID GID USER GROUP HOME | users.py chown-plan", file=sys.stderr)
+    print("usage: users.py nss OUT_DIR UID GID USER GROUP HOME", file=sys.stderr)
     return USAGE
 
 

@@ -43,6 +43,9 @@ class FakeSystem(plan.System):
     def user_uid(self, name: str) -> int | None:
         return {"root": 0, "daemon": 1, "jovyan": 1000}.get(name)
 
+    def user_name(self, uid: int) -> str | None:
+        return {0: "root", 1: "daemon", 1000: "jovyan"}.get(uid)
+
     def file_size(self, path: str) -> int | None:
         return len(self.files[path].encode()) if path in self.files else None
 
@@ -460,11 +463,18 @@ def test_the_gids_that_are_allowed(gid: str) -> None:
     assert planned({"NB_GID": gid})[0]["cfg_triplet"] == "0"
 
 
+SSH_OFF_NO_KEYS = "SSH is off: no SSH_AUTHORIZED_KEYS or SSH_AUTHORIZED_KEYS_FILE given (login is key-only)"
+
+
+def warnings_in(messages: list[str]) -> list[str]:
+    return [line.removeprefix("WARNING: ") for line in messages if line.startswith("WARNING: ")]
+
+
 def test_the_default_plan() -> None:
-    variables, exports, warnings = planned({})
+    variables, exports, messages = planned({})
     assert variables == {
         "is_root": "1", "cfg_report_port": "0", "cfg_port_retries": "0", "cfg_user_site": "0",
-        "cfg_dropped_pythonpath": "0", "apptainer_mode": "0", "run_dir_per_run": "0", "IMAGE_RUN_DIR": "/run/tf29-env",
+        "apptainer_mode": "0", "run_dir_per_run": "0", "IMAGE_RUN_DIR": "/run/tf29-env",
         "RUN_DIR": "/run/tf29-env", "SERVICES_FILE": "/run/tf29-env/services", "IMAGE_USER": "jovyan",
         "cfg_cert_file": "/run/tf29-env/jupyter/tf29-env-cert.pem",
         "cfg_key_file": "/run/tf29-env/jupyter/tf29-env-key.pem", "mounts": [], "cfg_mode": "services",
@@ -486,9 +496,9 @@ def test_the_default_plan() -> None:
                                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
                                "--LabApp.news_url=None"],
         "home_mounts": [], "home_rw_mounts": [], "old_home_mounts": [], "home_read_only": "0", "home_is_mount": "0",
-        "cfg_server_folder": "/home/jovyan"}
+        "cfg_server_folder": "/home/jovyan", "cfg_login_name": "jovyan", "cfg_nss_entry": "0"}
     assert exports == {"JUPYTER_RUNTIME_DIR": "/run/tf29-env/jupyter", "TENSORBOARD_PROXY_URL": "/proxy/%PORT%/"}
-    assert warnings == []
+    assert messages == [SSH_OFF_NO_KEYS]
 
 
 # The run directory: (environment, euid, what is missing or not writable, RUN_DIR, JUPYTER_RUNTIME_DIR).
@@ -567,13 +577,18 @@ def test_apptainer_hub_on_port_0_reports_its_port() -> None:
 
 
 def test_apptainer_takes_the_first_free_port_and_keeps_the_host_python_out() -> None:
-    variables = planned({**APPTAINER, "PYTHONPATH": "/sw/lib"}, euid=1000, system=FakeSystem(taken=(8888, 8889)))[0]
-    assert (variables["cfg_jupyter_port"], variables["cfg_port_retries"]) == ("8890", "50")
-    assert (variables["cfg_user_site"], variables["cfg_dropped_pythonpath"]) == ("0", "1")
-    variables = planned({**APPTAINER, "PYTHONPATH": "/sw/lib", "ENABLE_USER_SITE": "yes", "JUPYTER_PORT": "9000"},
-                        euid=1000)[0]
-    assert (variables["cfg_jupyter_port"], variables["cfg_port_retries"]) == ("9000", "0")
-    assert (variables["cfg_user_site"], variables["cfg_dropped_pythonpath"]) == ("1", "0")
+    variables, _, messages = planned({**APPTAINER, "PYTHONPATH": "/sw/lib"}, euid=1000,
+                                     system=FakeSystem(taken=(8888, 8889)))
+    assert (variables["cfg_jupyter_port"], variables["cfg_port_retries"], variables["cfg_user_site"]) == \
+        ("8890", "50", "0")
+    assert warnings_in(messages) == ["PYTHONPATH from the host is not passed on: its packages would come before the "
+                                     "image's pinned ones (ENABLE_USER_SITE=1 keeps it)"]
+    variables, _, messages = planned({**APPTAINER, "PYTHONPATH": "/sw/lib", "ENABLE_USER_SITE": "yes",
+                                      "JUPYTER_PORT": "9000"}, euid=1000)
+    assert (variables["cfg_jupyter_port"], variables["cfg_port_retries"], variables["cfg_user_site"]) == \
+        ("9000", "0", "1")
+    assert messages[0].startswith("ENABLE_USER_SITE=1: the host's PYTHONPATH and ~/.local")
+    assert not warnings_in(messages)
     # A command needs no port and may run with a read-only home.
     variables = planned(APPTAINER, ("python",), euid=1000, system=FakeSystem(read_only=("/home/ann",)))[0]
     assert (variables["cfg_mode"], variables["cfg_port_retries"]) == ("command", "0")
@@ -621,21 +636,21 @@ def test_the_root_triplet() -> None:
 
 
 def test_docker_stacks_user_settings() -> None:
-    variables, _, warnings = planned(
+    variables, _, messages = planned(
         {"NB_GROUP": "team", "NB_GID": "4321", "NB_UMASK": "002", "GRANT_SUDO": "yes", "CHOWN_HOME": "1",
          "CHOWN_HOME_OPTS": "-R -h"})
     assert (variables["cfg_group"], variables["cfg_umask"], variables["cfg_grant_sudo"]) == ("team", "002", "1")
     assert (variables["cfg_chown_home"], variables["cfg_chown_home_opts"]) == ("1", ["-R", "-h"])
-    assert warnings == []
+    assert [line[:40] for line in warnings_in(messages)] == ["GRANT_SUDO=yes: jovyan may run anything "]
 
 
 def test_settings_that_need_root_are_named_as_ignored() -> None:
-    warnings = planned({"GRANT_SUDO": "yes", "CHOWN_HOME": "on", "CHOWN_EXTRA_OPTS": "-R"}, euid=1234)[2]
+    warnings = warnings_in(planned({"GRANT_SUDO": "yes", "CHOWN_HOME": "on", "CHOWN_EXTRA_OPTS": "-R"}, euid=1234)[2])
     assert warnings == [
         "GRANT_SUDO=yes is ignored: it needs a container started as root, and this one runs as uid 1234",
         "CHOWN_HOME=on is ignored: it needs a container started as root, and this one runs as uid 1234",
         "CHOWN_EXTRA_OPTS is set but CHOWN_EXTRA is not: nothing is chowned"]
-    assert planned({"CHOWN_HOME_OPTS": "-R"})[2] == [
+    assert warnings_in(planned({"CHOWN_HOME_OPTS": "-R"})[2]) == [
         "CHOWN_HOME_OPTS is set but CHOWN_HOME is not: nothing is chowned (set CHOWN_HOME=yes)"]
 
 
@@ -656,6 +671,16 @@ def test_the_plan_reads_back_in_bash_as_the_same_values() -> None:
         'printf "%s\\0" "$one" "$empty" "${#list[@]}" "${list[@]}"; printenv EXPORTED'
     done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True)
     assert done.stdout.split("\0") == ["a 'b' \"c\" $d `e`\nf", "", "4", "x y", "", "$(z)", "'", "/p/%PORT%/\n"]
+
+
+def test_the_shell_gets_the_plan_and_its_notes_but_not_the_planners_own_values() -> None:
+    variables, _, messages = planned({"NB_UMASK": "002"})
+    shell = plan.for_the_shell(variables, messages)
+    assert not set(plan.PLANNER_ONLY) & set(shell) and set(plan.PLANNER_ONLY) <= set(variables)
+    assert shell["cfg_notes"] == messages == ["umask 002 (NB_UMASK) for JupyterLab and the command (not SSH sessions)",
+                                              SSH_OFF_NO_KEYS]
+    assert {name: value for name, value in shell.items() if name != "cfg_notes"} == \
+        {name: value for name, value in variables.items() if name not in plan.PLANNER_ONLY}
 
 
 def test_the_mount_table_is_read_once_for_the_entrypoint() -> None:
@@ -821,3 +846,86 @@ def test_chown_extra_on_a_read_only_mount(tmp_path: Path) -> None:
     mountinfo = f"1 0 0:1 / / rw - o o rw\n2 1 0:2 / {tmp_path} ro - o o rw\n"
     assert refusal({"CHOWN_EXTRA": str(tmp_path)}, system=FakeSystem(files={"/proc/self/mountinfo": mountinfo})) == \
         f"CHOWN_EXTRA: {tmp_path} is on a read-only file system (a :ro mount?): drop it from CHOWN_EXTRA"
+
+
+TRIPLET = {"NB_USER": "root", "NB_UID": "0", "NB_GID": "0"}
+SSH_NEEDS_ROOT = ("WARNING: SSH is off: sshd needs root and this container runs as uid 1000 (drop --user, or set "
+                  "ENABLE_SSH=0)")
+# What a start says once the plan holds: (environment, command, euid, what the system has, the lines).
+MESSAGES: dict[str, tuple[dict[str, str], tuple[str, ...], int, FakeSystem, list[str]]] = {
+    "root, no key": ({}, (), 0, FakeSystem(), [SSH_OFF_NO_KEYS]),
+    "root with a key": ({"SSH_AUTHORIZED_KEYS": KEY}, (), 0, FakeSystem(), []),
+    "a uid with a key": ({"SSH_AUTHORIZED_KEYS": KEY}, (), 1000, FakeSystem(), [SSH_NEEDS_ROOT]),
+    "SSH switched off": ({"ENABLE_SSH": "0"}, (), 0, FakeSystem(), []),
+    "a command": ({}, ("python",), 0, FakeSystem(), []),
+    "the root triplet": (TRIPLET, (), 0, FakeSystem(), [
+        "WARNING: NB_USER=root NB_UID=0 NB_GID=0: JupyterLab runs as the container's root, with HOME /home/root (meant "
+        "for rootless Docker or Podman, where that root is your host account); SSH stays off, as it never logs in as "
+        "root"]),
+    "the root triplet's command": (TRIPLET, ("python",), 0, FakeSystem(), [
+        "WARNING: NB_USER=root NB_UID=0 NB_GID=0: the command runs as the container's root, with HOME /home/root "
+        "(meant for rootless Docker or Podman, where that root is your host account); SSH stays off, as it never logs "
+        "in as root"]),
+    "a uid that cannot write the home": ({}, (), 4321, FakeSystem(read_only=("/home/jovyan",)), [
+        "WARNING: uid 4321 cannot write /home/jovyan (use --user 4321:100, the 'users' group); HOME is "
+        "/tmp/tf29-env-home-4321", SSH_OFF_NO_KEYS]),
+    "Apptainer": (APPTAINER, (), 1000, FakeSystem(), [
+        "Apptainer: running as jovyan (uid 1000) with the host's home and network; no sshd (it needs root): reach "
+        "JupyterLab through the login node with ssh -L (the line below)"]),
+    "Apptainer, a command": (APPTAINER, ("python",), 1000, FakeSystem(), []),
+    "GRANT_SUDO": ({"GRANT_SUDO": "yes", "NB_USER": "ann", "SSH_AUTHORIZED_KEYS": KEY}, (), 0, FakeSystem(), [
+        "WARNING: GRANT_SUDO=yes: ann may run anything as root with sudo, without a password, and so may everything "
+        "run in JupyterLab and SSH sessions: only for users you would give the container's root"]),
+    "GRANT_SUDO for the root triplet grants nothing": ({**TRIPLET, "GRANT_SUDO": "1"}, ("python",), 0, FakeSystem(), [
+        "WARNING: NB_USER=root NB_UID=0 NB_GID=0: the command runs as the container's root, with HOME /home/root "
+        "(meant for rootless Docker or Podman, where that root is your host account); SSH stays off, as it never logs "
+        "in as root"]),
+    "NB_UMASK": ({"NB_UMASK": "002"}, ("python",), 0, FakeSystem(), [
+        "umask 002 (NB_UMASK) for JupyterLab and the command (not SSH sessions)"]),
+    "SELF_CHECK=off": ({"SELF_CHECK": "off", "ENABLE_SSH": "0"}, (), 0, FakeSystem(self_check=(0, "off")), [
+        "self-check is off (SELF_CHECK=off); run 'selfcheck' in the container at any time"]),
+}
+
+
+@pytest.mark.parametrize("case", list(MESSAGES))
+def test_what_a_start_says(case: str) -> None:
+    env, args, euid, system, lines = MESSAGES[case]
+    assert planned(env, args, euid=euid, system=system)[2] == lines
+
+
+# USER and LOGNAME without root: (environment, euid, cfg_login_name, cfg_nss_entry).
+LOGINS: dict[str, tuple[dict[str, str], int, str, str]] = {
+    "root: NB_USER, fitted in /etc/passwd": ({"NB_USER": "ann"}, 0, "ann", "0"),
+    "the image's uid, as jovyan": ({}, 1000, "jovyan", "0"),
+    "the image's uid, as NB_USER": ({"NB_USER": "ann"}, 1000, "ann", "1"),
+    "a uid passwd lacks": ({}, 4321, "jovyan", "1"),
+    "a system user's uid keeps its name": ({"NB_USER": "ann"}, 1, "daemon", "0"),
+    "Apptainer keeps the host's name for the uid": ({**APPTAINER, "NB_USER": "ann"}, 1000, "jovyan", "0"),
+    "Apptainer, a uid passwd lacks": ({**APPTAINER, "NB_USER": "ann"}, 2001, "ann", "1"),
+}
+
+
+@pytest.mark.parametrize("case", list(LOGINS))
+def test_the_login_name_without_root(case: str) -> None:
+    env, euid, name, nss = LOGINS[case]
+    variables = planned(env, euid=euid)[0]
+    assert (variables["cfg_login_name"], variables["cfg_nss_entry"]) == (name, nss)
+
+
+def test_the_hub_secrets_are_named_for_12_hub() -> None:
+    variables = planned({**HUB, "JUPYTERHUB_CLIENT_ID": "c", "JUPYTERHUB_OAUTH_SCOPES": "s", "JUPYTERHUB_USER": "ann",
+                         "JPY_API_TOKEN": "t"})[0]
+    assert variables["cfg_hub_secret_names"] == ["JPY_API_TOKEN", "JUPYTERHUB_API_TOKEN", "JUPYTERHUB_CLIENT_ID",
+                                                 "JUPYTERHUB_OAUTH_SCOPES"]
+
+
+def test_keys_on_a_base_without_ssh_keygen_are_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert plan.System().check_public_keys(KEY) == (127, "ssh-keygen is not installed (openssh-client)")
+    assert refusal({"SSH_AUTHORIZED_KEYS": KEY}, system=NoKeygen()) == \
+        "SSH_AUTHORIZED_KEYS: ssh-keygen could not check the keys: ssh-keygen is not installed (openssh-client)"
+
+
+class NoKeygen(FakeSystem):
+    def check_public_keys(self, keys: str) -> tuple[int, str]:
+        return 127, "ssh-keygen is not installed (openssh-client)"

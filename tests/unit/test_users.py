@@ -94,12 +94,15 @@ def run_script(*args: str, env: dict[str, str] | None = None) -> subprocess.Comp
                           env=env or {}, check=False)
 
 
-def test_the_cli_prints_the_plan_or_one_line(tmp_path: Path) -> None:
+def test_the_chown_plan_or_one_line(tmp_path: Path) -> None:
     env = {"CHOWN_HOME_OPTS": "-R", "CHOWN_EXTRA": str(tmp_path), "CHOWN_EXTRA_OPTS": "-R -h"}
-    ok = run_script("chown-plan", env=env)
-    assert (ok.returncode, ok.stdout) == (0, f"home-opt -R\nextra-opt -R\nextra-opt -h\nextra {tmp_path}\n")
-    bad = run_script("chown-plan", env={"CHOWN_EXTRA": "/var"})
-    assert bad.returncode == 2
-    assert bad.stderr.count("\n") == 1 and bad.stderr.startswith("CHOWN_EXTRA: /var is or holds"), bad.stderr
+    assert list(users.chown_plan(env)) == [("home-opt", "-R"), ("extra-opt", "-R"), ("extra-opt", "-h"),
+                                           ("extra", str(tmp_path))]
+    with pytest.raises(users.Refused) as refused:
+        list(users.chown_plan({"CHOWN_EXTRA": "/var"}))
+    assert str(refused.value).startswith("CHOWN_EXTRA: /var is or holds") and "\n" not in str(refused.value)
+
+
+def test_the_cli_without_its_arguments_is_one_usage_line() -> None:
     usage = run_script("nss")
     assert usage.returncode == 2 and usage.stderr.startswith("usage:")

@@ -114,10 +114,16 @@ def git(*args: str) -> str:
     return proc.stdout.strip() if proc.returncode == 0 else ""
 
 
+def last_image_commit(field: str) -> str:
+    """FIELD (git log's --format, e.g. %H, %ct) of the last commit that changed what goes into the image
+    (context.CONTEXT_PATHS); empty outside a git checkout."""
+    return git("log", "-1", f"--format={field}", "HEAD", "--", *context.CONTEXT_PATHS)
+
+
 def git_revision() -> str:
-    """The last commit that changed what goes into the image (context.CONTEXT_PATHS), with -dirty when
-    those files differ from it: a commit of tests or docs alone leaves the image, and its id, as it was."""
-    sha = git("log", "-1", "--format=%H", "HEAD", "--", *context.CONTEXT_PATHS)
+    """The last commit that changed what goes into the image, with -dirty when those files differ
+    from it: a commit of tests or docs alone leaves the image, and its id, as it was."""
+    sha = last_image_commit("%H")
     if not sha:
         return "unknown"
     return f"{sha}-dirty" if git("status", "--porcelain", "--", *context.CONTEXT_PATHS) else sha
