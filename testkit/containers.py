@@ -76,12 +76,15 @@ class TrackedContainer:
 
     def last_line_of(self, command: list[str], timeout: float = 300, **kwargs: Any) -> str:
         """Run COMMAND in a new container without ports to its end, assert that it exits 0, and return
-        the last line it printed: where the probes that tests run in the image print their result."""
+        the last line it printed on stdout: where the probes that tests run in the image print their result."""
         container = self.run(publish=(), command=command, **kwargs)
         code = self.wait_exit(container, timeout=timeout)
-        logs = self.logs(container)
-        assert code == 0, logs[-3000:]
-        return logs.strip().splitlines()[-1]
+        assert code == 0, self.logs(container)[-3000:]
+        # Stdout alone: the entrypoint's notes go to stderr, and the engine's log copy orders the two
+        # streams by when it read them, which a loaded host can delay (seen once: a note came last).
+        out = wait_until(lambda: container.logs(stdout=True, stderr=False).decode(errors="replace").strip() or None,
+                         timeout=30, what="the command's output in the logs")
+        return str(out).splitlines()[-1]
 
     def logs(self, container: Container) -> str:
         return str(container.logs().decode(errors="replace"))
