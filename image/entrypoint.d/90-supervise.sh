@@ -39,13 +39,11 @@ supervise() {
   local pid name code
   while ((${#children[@]} > 0)); do
     wait -n || true
-    if ((stopping)); then
-      log "stopping (signal received)"
-      stop_children
-      exit 0
-    fi
+    stop_if_asked
     for pid in "${!children[@]}"; do
       kill -0 "${pid}" 2>/dev/null && [[ $(ps -o stat= -p "${pid}" 2>/dev/null) != Z* ]] && continue
+      # The signal may have come while an earlier exit (the self-check's) was handled: then this one is its doing.
+      stop_if_asked
       name=${children[${pid}]}
       unset "children[${pid}]"
       code=0
@@ -55,6 +53,13 @@ supervise() {
   done
   log "no service left running; exiting"
   exit 1
+}
+
+stop_if_asked() {
+  ((stopping)) || return 0
+  log "stopping (signal received)"
+  stop_children
+  exit 0
 }
 
 on_child_exit() {
