@@ -202,7 +202,8 @@ def test_a_second_user_on_the_node_gets_the_next_port(
 # Servers started at once on a node, as the jobs of several users starting together: each token's,
 # its runtime file's port and the ports that then answer with that token. A config that delays the
 # start by 3 s stands for a loaded node's cold start: it holds each server between choosing its port
-# and the moment Jupyter Server's own code would have listened on it.
+# and the moment Jupyter Server's own code would have listened on it (then a server whose listen
+# failed answers nowhere, however long one waits; a file written after listening answers at once).
 AT_ONCE = """
 import glob, json, os, subprocess, tempfile, time, urllib.error, urllib.request
 SLOW = "import time\\nfrom jupyter_server.serverapp import ServerApp\\nstart = ServerApp.start_app\\n" \\
@@ -228,7 +229,6 @@ servers = [subprocess.Popen(["jupyter", "server", "--ip=0.0.0.0", "--port=8888",
 deadline = time.monotonic() + 90
 while len(glob.glob(f"{runtime}/jpserver-*.json")) < len(servers) and time.monotonic() < deadline:
     time.sleep(0.2)
-time.sleep(1)  # a server that failed to listen after writing its file has said so by now
 infos = [json.load(open(path)) for path in glob.glob(f"{runtime}/jpserver-*.json")]
 ports = sorted({info["port"] for info in infos} | {8888})
 print(json.dumps({info["token"]: [info["port"], [p for p in ports if status(p, info["token"]) == 200]]
