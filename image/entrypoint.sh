@@ -34,7 +34,7 @@ main() {
   fi
   [[ ${cfg_mode} != hub ]] || take_hub_secrets # 12: the hub's secrets leave the environment
   apply_apptainer_settings          # 13: Apptainer only
-  check_privileges                  # 15: the run directory
+  check_run_dir                     # 15: the run directory, made if it is missing
   fit_user                          # 20: NB_USER, NB_UID, NB_GID (without root: libnss-wrapper)
   grant_sudo                        # 22: GRANT_SUDO, only when asked
   chown_requested                   # 24: CHOWN_HOME, CHOWN_EXTRA, only when asked

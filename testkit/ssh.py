@@ -27,11 +27,15 @@ def connect(port: int, user: str, key: KeyPair | None = None, password: str | No
     """Log in on 127.0.0.1:port with exactly one method (no agent, no key files looked up)."""
     client = paramiko.SSHClient()
     client.set_missing_host_key_policy(paramiko.AutoAddPolicy())  # noqa: S507 - a fresh test container
-    client.connect(
-        LOOPBACK, port=port, username=user,
-        key_filename=str(key.private) if key else None, password=password,
-        allow_agent=False, look_for_keys=False, timeout=10, banner_timeout=10, auth_timeout=10,
-    )
+    try:
+        client.connect(
+            LOOPBACK, port=port, username=user,
+            key_filename=str(key.private) if key else None, password=password,
+            allow_agent=False, look_for_keys=False, timeout=10, banner_timeout=10, auth_timeout=10,
+        )
+    except BaseException:
+        client.close()  # a refused login's connection would hold one of sshd's MaxStartups slots until collected
+        raise
     return client
 
 

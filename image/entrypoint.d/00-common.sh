@@ -4,6 +4,17 @@
 log() { printf 'tf29-env: %s\n' "$*" >&2; }
 warn() { printf 'tf29-env: WARNING: %s\n' "$*" >&2; }
 
+# Each line is a note, or a warning where it starts "WARNING: " (the planner's and userstate.py's lines).
+say() {
+  local line
+  for line in "$@"; do
+    case ${line} in
+      "WARNING: "*) warn "${line#WARNING: }" ;;
+      *) log "${line}" ;;
+    esac
+  done
+}
+
 die() {
   printf 'tf29-env: ERROR: %s\n' "$*" >&2
   exit 2

@@ -4,6 +4,7 @@
 # A tmpfs on /run takes root's 755 from the image, so without root only one on the run directory itself will do;
 # 1777 because the dev user writes the self-check report there.
 check_run_dir() {
+  [[ ${cfg_mode} != command ]] || return 0 # the planner checked root's needs; this one is known by trying
   if ((run_dir_per_run)); then
     make_run_dir # this run's own, under TMPDIR or /tmp
     return 0
@@ -16,11 +17,6 @@ check_run_dir() {
   fi
   [[ -d ${RUN_DIR} && -w ${RUN_DIR} ]] ||
     die "TFENV_RUN_DIR=${RUN_DIR} is not a writable folder: mount a tmpfs on it (--tmpfs ${RUN_DIR})"
-}
-
-# The planner checked root's needs; whether the run directory can be made is known only by making it.
-check_privileges() {
-  [[ ${cfg_mode} == command ]] || check_run_dir
 }
 
 # A folder of that name that is the caller's own was left by an earlier process of the same pid: taken over.

@@ -67,9 +67,7 @@ make_home() {
   local old=$1 new=$2 entry mode owner=0:0
   mode=$(stat -c %a "${old}")
   [[ $3 != move ]] || owner=$(stat -c %u:%g "${old}")
-  if ((home_is_mount)); then
-    log "${new} is a mount: the image's files in ${old} are not copied into it"
-  else
+  if ((!home_is_mount)); then # the planner has said that nothing is copied into a mount
     if [[ -e ${new} ]]; then chown 0:0 "${new}"; else mkdir -m 700 "${new}"; fi
     while IFS= read -r -d '' entry; do
       [[ ! -e ${new}/${entry##*/} && ! -L ${new}/${entry##*/} ]] || continue
@@ -80,18 +78,13 @@ make_home() {
     chmod "${mode}" "${new}"
     chown "${owner}" "${new}"
   fi
-  [[ $3 == move ]] || return 0
-  if ((${#old_home_mounts[@]} > 0)); then
-    warn "${old_home_mounts[*]} is mounted in ${old}, but the home folder is now ${NB_HOME} (NB_USER), where JupyterLab opens: mount it there instead (-v ...:${NB_HOME}/${old_home_mounts[0]#"${old}"/})"
-  else
-    # Root first, for its read-only files (~/quickstart); without DAC_OVERRIDE the owner removes the rest.
-    find "${old}" -mindepth 1 -delete 2>/dev/null || true
-  fi
-  if ((${#old_home_mounts[@]} == 0)) &&
-    { ! setpriv "--reuid=${owner%:*}" "--regid=${owner#*:}" --clear-groups find "${old}" -mindepth 1 -delete 2>/dev/null ||
-      ! rmdir -- "${old}" 2>/dev/null; }; then
+  # A mount in the old home keeps it (the planner has warned); root removes first, for its read-only files
+  # (~/quickstart), then, without DAC_OVERRIDE, the owner the rest.
+  [[ $3 == move && ${#old_home_mounts[@]} -eq 0 ]] || return 0
+  find "${old}" -mindepth 1 -delete 2>/dev/null || true
+  { setpriv "--reuid=${owner%:*}" "--regid=${owner#*:}" --clear-groups find "${old}" -mindepth 1 -delete 2>/dev/null &&
+    rmdir -- "${old}" 2>/dev/null; } ||
     log "${old}, the image's home folder before NB_USER, could not be removed; it is left as it is"
-  fi
 }
 
 holds_mount() {

@@ -17,8 +17,7 @@ prepare_ssh() {
 
   install -d -m 755 "${cfg_host_key_dir}"
   local type
-  sshd_args=(-D -e -f /opt/tf29-env/ssh/sshd_config -p "${SSH_PORT}" -o "AllowUsers=${NB_USER}"
-    -o "AddressFamily=${cfg_sshd_family}")
+  sshd_args=("${cfg_sshd_args[@]}")
   for type in ed25519 rsa; do
     if [[ ! -s ${cfg_host_key_dir}/ssh_host_${type}_key ]]; then
       ssh-keygen -q -t "${type}" -N '' -C "tf29-env host key" -f "${cfg_host_key_dir}/ssh_host_${type}_key"

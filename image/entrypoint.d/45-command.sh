@@ -2,13 +2,7 @@
 # 45-command: notes are printed only now, so a bad setting is the only line a failed start prints.
 
 report_notes() {
-  local line
-  for line in "${cfg_notes[@]}" "${user_state_report[@]}"; do
-    case ${line} in
-      "WARNING: "*) warn "${line#WARNING: }" ;;
-      *) log "${line}" ;;
-    esac
-  done
+  say "${cfg_notes[@]}" "${user_state_report[@]}"
 }
 
 # Not for the hooks, which ran before, nor SSH sessions: sshd sets its own (022) for each login.

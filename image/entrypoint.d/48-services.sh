@@ -10,21 +10,12 @@ write_services() {
   printf '%s' "${services}" >"${SERVICES_FILE}"
 }
 
+# The healthcheck's connections log two lines each (sshd -e ends lines with CR LF); all else is kept.
+readonly HEALTHCHECK_NOISE='/^kex_exchange_identification: Connection closed by remote host$/d; /^Connection closed by 127\.0\.0\.1 port [0-9]/d'
+
 start_ssh() {
   ((ssh_on)) || return 0
-  /usr/sbin/sshd "${sshd_args[@]}" 2> >(drop_healthcheck_noise >&2) &
+  /usr/sbin/sshd "${sshd_args[@]}" 2> >(sed -u -e 's/\r$//' -e "${HEALTHCHECK_NOISE}" >&2) &
   children[$!]=sshd
   log "SSH: listening on port ${SSH_PORT} for ${NB_USER} (${cfg_ssh_key_count} public keys; no passwords)"
-}
-
-# The healthcheck's connections log two lines each; everything else, loopback failures included, is kept.
-drop_healthcheck_noise() {
-  local line
-  while IFS= read -r line; do
-    line=${line%$'\r'}
-    case "${line}" in
-      "kex_exchange_identification: Connection closed by remote host" | "Connection closed by 127.0.0.1 port "[0-9]*) ;;
-      *) printf '%s\n' "${line}" ;;
-    esac
-  done
 }

@@ -17,18 +17,19 @@ signal_children() {
   done
 }
 
+# A child that exited but was not yet waited for is a zombie: gone, though kill -0 still finds it.
+running() {
+  kill -0 "$1" 2>/dev/null && [[ $(ps -o stat= -p "$1" 2>/dev/null) != Z* ]]
+}
+
 stop_children() {
   signal_children TERM
-  local deadline=$((SECONDS + STOP_GRACE_SECONDS)) pid alive
+  local deadline=$((SECONDS + STOP_GRACE_SECONDS)) pid
   while ((SECONDS < deadline)); do
-    alive=0
     for pid in "${!children[@]}"; do
-      if kill -0 "${pid}" 2>/dev/null && [[ $(ps -o stat= -p "${pid}" 2>/dev/null) != Z* ]]; then
-        alive=1
-      fi
+      if running "${pid}"; then sleep 0.1; continue 2; fi
     done
-    ((alive)) || break
-    sleep 0.1
+    break
   done
   signal_children KILL
   wait || true
@@ -41,7 +42,7 @@ supervise() {
     wait -n || true
     stop_if_asked
     for pid in "${!children[@]}"; do
-      kill -0 "${pid}" 2>/dev/null && [[ $(ps -o stat= -p "${pid}" 2>/dev/null) != Z* ]] && continue
+      ! running "${pid}" || continue
       # The signal may have come while an earlier exit (the self-check's) was handled: then this one is its doing.
       stop_if_asked
       name=${children[${pid}]}

@@ -16,6 +16,7 @@ import re
 import secrets
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union  # python 3.8: no list[...]
@@ -24,7 +25,7 @@ from dockerstacks import notebook_args
 
 # The healthcheck reads sshd's configuration; its folder is a sibling of this one (as start_command.py imports it).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "healthchecks"))
-from healthcheck import SERVICES, per_run_path, sshd_pid_file
+from healthcheck import SERVICES, SSHD_CONFIG, per_run_path, sshd_pid_file
 
 from startup import apptainer, environ, users
 from startup.userstate import read_mounts
@@ -197,6 +198,9 @@ class System:
     def port_free(self, port: int) -> bool:
         return apptainer.port_free(port)
 
+    def host_name(self) -> str:
+        return socket.gethostname()
+
     def owner_and_mode(self, path: str) -> str:
         """As `stat -c 'owner %u:%g, mode %a'` says it, or "missing"."""
         try:
@@ -242,7 +246,8 @@ class Planner:
         self.args = list(args)
         self.system = system
         self.plan: Dict[str, Value] = {"is_root": "1" if euid == 0 else "0", "cfg_report_port": "0",
-                                       "cfg_port_retries": "0", "cfg_user_site": "0"}
+                                       "cfg_port_retries": "0", "cfg_user_site": "0",
+                                       "cfg_server_notes": [], "cfg_tunnel": [], "cfg_sshd_args": []}
         self.exports: Dict[str, str] = {}
         self.messages: List[str] = []  # what the start says once the plan holds, in order
         self.euid = euid
@@ -285,6 +290,7 @@ class Planner:
             self.plan_server()
         if self.plan["cfg_mode"] != "command" and self.on("ssh_starts") and not self.apptainer:
             self.check_authorized_keys()
+            self.plan_sshd()
         self.plan_login()
         self.note_the_settings()
 
@@ -826,6 +832,11 @@ class Planner:
             self.note(f"Apptainer: running as {self.plan['cfg_login_name']} (uid {self.euid}) with the host's home and "
                       "network; no sshd (it needs root): reach JupyterLab through the login node with ssh -L (the line "
                       "below)")
+        if self.apptainer and self.plan["cfg_mode"] == "services" and self.on("cfg_jupyter"):
+            # announce's NODE LOGIN USER SHOW_TOKEN (startup/apptainer.py): where the ssh -L line points.
+            self.plan["cfg_tunnel"] = [self.get("SLURMD_NODENAME") or self.system.host_name(),
+                                       self.get("LOGIN_HOST") or self.get("SLURM_SUBMIT_HOST"),
+                                       str(self.plan["cfg_login_name"]), str(self.plan["cfg_token_generated"])]
 
     # What the settings leave off, move or grant, said once every setting has passed (the steps act on it).
     def note_the_settings(self) -> None:
@@ -843,6 +854,14 @@ class Planner:
             self.warn(f"NB_USER=root NB_UID=0 NB_GID=0: {what} runs as the container's root, with HOME /home/root "
                       "(meant for rootless Docker or Podman, where that root is your host account); SSH stays off, "
                       "as it never logs in as root")
+        old_mounts, old = self.plan["old_home_mounts"], str(self.plan["user_old_home"])
+        if self.on("is_root") and self.on("home_is_mount") and (self.on("cfg_triplet") or self.on("user_rename")):
+            source = "/home/" + self.get("TFENV_IMAGE_USER") if self.on("cfg_triplet") else old
+            self.note(f"{self.plan['NB_HOME']} is a mount: the image's files in {source} are not copied into it")
+        if self.on("user_rename") and old_mounts:  # make_home leaves the old home where they are
+            self.warn(f"{' '.join(old_mounts)} is mounted in {old}, but the home folder is now {self.plan['NB_HOME']} "
+                      f"(NB_USER), where JupyterLab opens: mount it there instead (-v ...:{self.plan['NB_HOME']}/"
+                      f"{old_mounts[0][len(old) + 1:]})")
         if not self.on("is_root") and not self.apptainer and self.plan["NB_HOME"] != self.plan["home_folder"]:
             self.warn(f"uid {self.euid} cannot write {self.plan['home_folder']} (use --user {self.euid}:100, the "
                       f"'users' group); HOME is {self.plan['NB_HOME']}")
@@ -916,7 +935,31 @@ class Planner:
             name, _, value = arg.partition("=")
             if name in ROOT_DIR_OPTIONS:
                 folder = value
-        self.plan.update(cfg_server_command=command, cfg_server_folder=folder)
+        self.plan.update(cfg_server_command=command, cfg_server_folder=folder, cfg_server_notes=self.server_notes())
+
+    # sshd's options but its host keys (40-ssh adds those it finds or makes); the login is the fitted NB_USER's.
+    def plan_sshd(self) -> None:
+        self.plan["cfg_sshd_args"] = ["-D", "-e", "-f", str(SSHD_CONFIG), "-p", str(self.plan["SSH_PORT"]),
+                                      "-o", f"AllowUsers={self.get('NB_USER')}",
+                                      "-o", f"AddressFamily={self.plan['cfg_sshd_family']}"]
+
+    # What 50-jupyter says as the server starts (last, where `docker logs` ends): how to log in.
+    def server_notes(self) -> List[str]:
+        plan, port, base_url = self.plan, self.plan["cfg_jupyter_port"], self.plan["cfg_base_url"]
+        if plan["cfg_mode"] == "hub":
+            user = self.get("JUPYTERHUB_USER") or "its user"
+            return [f"hub mode: JupyterHub's single-user server for {user} on port {port} under {base_url}; "
+                    "the hub's login is the only one (JUPYTER_PORT and JUPYTER_BASE_URL do not apply)"]
+        if self.on("cfg_no_auth"):
+            hosts = " ".join(plan["cfg_allowed_hosts"])
+            return [f"WARNING: JUPYTER_INSECURE_NO_AUTH=1: JupyterLab accepts anyone who reaches port {port} as "
+                    f"{hosts}, localhost or a loopback address, with no token or password"]
+        if not self.on("cfg_token_generated") or self.apptainer:
+            return []  # under Apptainer the ssh -L line says how (apptainer.py announce)
+        page = {"server": "", "notebook": "tree"}.get(str(plan["cfg_jupyter_app"]), "lab")  # the app's default page
+        scheme = "https" if self.on("cfg_gen_cert") else "http"
+        return ["JupyterLab token (generated; set JUPYTER_TOKEN or JUPYTER_TOKEN_FILE to choose one): "
+                f"{scheme}://127.0.0.1:{port}{base_url}{page}?token={plan['cfg_token']}"]
 
     def lab_args(self, home: str) -> List[str]:
         plan = self.plan

@@ -63,6 +63,19 @@ def test_password_root_and_unknown_key_logins_refused(sshd: int, keypair: KeyPai
     ssh.connect(port, "jovyan", keypair).close()  # the same server does take the right key
 
 
+def test_the_healthchecks_probes_leave_no_log_lines_but_a_refused_login_does(
+        sshd: int, module_tracked: TrackedContainer, other_keypair: KeyPair) -> None:
+    # The probe (every second here) opens and closes a connection; sshd logs two lines for each.
+    container = next(c for c in module_tracked.containers if module_tracked.port(c, 22) == sshd)
+    assert module_tracked.exec(container, ["healthcheck"])[0] == 0
+    with pytest.raises(paramiko.AuthenticationException):
+        ssh.connect(sshd, "jovyan", other_keypair)
+    logs = module_tracked.wait_log(container, "Connection closed by authenticating user jovyan")
+    assert "kex_exchange_identification" not in logs
+    assert "Connection closed by 127.0.0.1" not in logs
+    assert "\r" not in logs  # sshd -e ends its lines with CR LF
+
+
 def test_keys_from_file(tracked: TrackedContainer, keypair: KeyPair, tmp_path: Path) -> None:
     keys = tmp_path / "authorized_keys"
     keys.write_text(f"# team keys\n{keypair.public_text}\n")

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+from healthcheck import SSHD_CONFIG
 from startup import plan
 
 # The image's ENV, as the Dockerfile sets it.
@@ -78,6 +79,9 @@ class FakeSystem(plan.System):
 
     def port_free(self, port: int) -> bool:
         return port not in self.taken
+
+    def host_name(self) -> str:
+        return "node7"
 
     def user_ids(self, name: str) -> tuple[int, int]:
         return {"root": (0, 0), "daemon": (1, 1), "jovyan": (1000, 100), "ann": (1000, 100)}[name]
@@ -474,7 +478,8 @@ def test_the_default_plan() -> None:
     variables, exports, messages = planned({})
     assert variables == {
         "is_root": "1", "cfg_report_port": "0", "cfg_port_retries": "0", "cfg_user_site": "0",
-        "apptainer_mode": "0", "run_dir_per_run": "0", "IMAGE_RUN_DIR": "/run/tf29-env",
+        "cfg_server_notes": [TOKEN_LINE + "http://127.0.0.1:8888/lab?token=" + "f" * 48], "cfg_tunnel": [],
+        "cfg_sshd_args": [], "apptainer_mode": "0", "run_dir_per_run": "0", "IMAGE_RUN_DIR": "/run/tf29-env",
         "RUN_DIR": "/run/tf29-env", "SERVICES_FILE": "/run/tf29-env/services", "IMAGE_USER": "jovyan",
         "cfg_cert_file": "/run/tf29-env/jupyter/tf29-env-cert.pem",
         "cfg_key_file": "/run/tf29-env/jupyter/tf29-env-key.pem", "mounts": [], "cfg_mode": "services",
@@ -624,6 +629,15 @@ def test_ssh_starts_only_as_root_with_a_key() -> None:
     assert planned({"SSH_AUTHORIZED_KEYS": KEY, "ENABLE_SSH": "off"})[0]["ssh_starts"] == "0"
     keys = planned({"SSH_AUTHORIZED_KEYS_FILE": "/k"}, system=FakeSystem(files={"/k": KEY + "\n"}))[0]
     assert keys["cfg_ssh_keys"] == KEY
+
+
+def test_sshd_is_planned_for_the_fitted_user_on_its_port_with_the_images_config() -> None:
+    ipv6 = FakeSystem(files={"/proc/net/if_inet6": "00000000000000000000000000000001 01 80 10 80 lo\n"})
+    variables = planned({"SSH_AUTHORIZED_KEYS": KEY, "NB_USER": "ann", "SSH_PORT": "2222"}, system=ipv6)[0]
+    assert variables["cfg_sshd_args"] == ["-D", "-e", "-f", str(SSHD_CONFIG), "-p", "2222", "-o", "AllowUsers=ann",
+                                          "-o", "AddressFamily=any"]
+    assert SSHD_CONFIG.parts[-2:] == ("ssh", "sshd_config")
+    assert planned({"SSH_AUTHORIZED_KEYS": KEY}, ("python",))[0]["cfg_sshd_args"] == []
 
 
 def test_the_root_triplet() -> None:
@@ -852,6 +866,11 @@ TRIPLET = {"NB_USER": "root", "NB_UID": "0", "NB_GID": "0"}
 SSH_NEEDS_ROOT = ("WARNING: SSH is off: sshd needs root and this container runs as uid 1000 (drop --user, or set "
                   "ENABLE_SSH=0)")
 # What a start says once the plan holds: (environment, command, euid, what the system has, the lines).
+def mount_table(point: str) -> str:
+    """/proc/self/mountinfo with a bind mount at POINT."""
+    return f"1 0 0:1 / / rw,relatime - overlay overlay rw\n4 1 8:1 /data {point} rw,relatime - ext4 /dev/sda1 rw\n"
+
+
 MESSAGES: dict[str, tuple[dict[str, str], tuple[str, ...], int, FakeSystem, list[str]]] = {
     "root, no key": ({}, (), 0, FakeSystem(), [SSH_OFF_NO_KEYS]),
     "root with a key": ({"SSH_AUTHORIZED_KEYS": KEY}, (), 0, FakeSystem(), []),
@@ -884,6 +903,20 @@ MESSAGES: dict[str, tuple[dict[str, str], tuple[str, ...], int, FakeSystem, list
         "umask 002 (NB_UMASK) for JupyterLab and the command (not SSH sessions)"]),
     "SELF_CHECK=off": ({"SELF_CHECK": "off", "ENABLE_SSH": "0"}, (), 0, FakeSystem(self_check=(0, "off")), [
         "self-check is off (SELF_CHECK=off); run 'selfcheck' in the container at any time"]),
+    "NB_USER with a mount in the old home": ({"NB_USER": "ann", "ENABLE_SSH": "0"}, ("python",), 0, FakeSystem(files={
+        "/proc/self/mountinfo": mount_table("/home/jovyan/work")}), [
+        "WARNING: /home/jovyan/work is mounted in /home/jovyan, but the home folder is now /home/ann (NB_USER), where "
+        "JupyterLab opens: mount it there instead (-v ...:/home/ann/work)"]),
+    "NB_USER with a mount on the new home": ({"NB_USER": "ann"}, ("python",), 0, FakeSystem(files={
+        "/proc/self/mountinfo": mount_table("/home/ann")}), [
+        "/home/ann is a mount: the image's files in /home/jovyan are not copied into it"]),
+    "the root triplet with a mount on its home": (TRIPLET, ("python",), 0, FakeSystem(files={
+        "/proc/self/mountinfo": mount_table("/home/root")}), [
+        "WARNING: NB_USER=root NB_UID=0 NB_GID=0: the command runs as the container's root, with HOME /home/root "
+        "(meant for rootless Docker or Podman, where that root is your host account); SSH stays off, as it never logs "
+        "in as root", "/home/root is a mount: the image's files in /home/jovyan are not copied into it"]),
+    "a mount on the home with no rename copies nothing, says nothing": ({}, ("python",), 0, FakeSystem(files={
+        "/proc/self/mountinfo": mount_table("/home/jovyan")}), []),
 }
 
 
@@ -891,6 +924,44 @@ MESSAGES: dict[str, tuple[dict[str, str], tuple[str, ...], int, FakeSystem, list
 def test_what_a_start_says(case: str) -> None:
     env, args, euid, system, lines = MESSAGES[case]
     assert planned(env, args, euid=euid, system=system)[2] == lines
+
+
+TOKEN_LINE = "JupyterLab token (generated; set JUPYTER_TOKEN or JUPYTER_TOKEN_FILE to choose one): "
+# What 50-jupyter says as the server starts: (environment, euid, cfg_server_notes).
+SERVER_NOTES: dict[str, tuple[dict[str, str], int, list[str]]] = {
+    "a generated token": ({}, 0, [TOKEN_LINE + "http://127.0.0.1:8888/lab?token=" + "f" * 48]),
+    "GEN_CERT, a base URL, the server app": (
+        {"GEN_CERT": "1", "JUPYTER_BASE_URL": "/j", "DOCKER_STACKS_JUPYTER_CMD": "server", "JUPYTER_PORT": "9000"}, 0,
+        [TOKEN_LINE + "https://127.0.0.1:9000/j/?token=" + "f" * 48]),
+    "a chosen token is not shown": ({"JUPYTER_TOKEN": "c" * 16}, 0, []),
+    "a password hash alone": ({"JUPYTER_PASSWORD_HASH": "argon2:$argon2id$v=19$m=10240,t=10,p=8$abc$def"}, 0, []),
+    "no auth": ({"JUPYTER_INSECURE_NO_AUTH": "1", "JUPYTER_ALLOWED_HOSTS": "a.example b.example"}, 0, [
+        "WARNING: JUPYTER_INSECURE_NO_AUTH=1: JupyterLab accepts anyone who reaches port 8888 as a.example b.example, "
+        "localhost or a loopback address, with no token or password"]),
+    "the hub mode": ({**HUB, "JUPYTERHUB_USER": "ann"}, 0, [
+        "hub mode: JupyterHub's single-user server for ann on port 8888 under /user/ann/; the hub's login is the only "
+        "one (JUPYTER_PORT and JUPYTER_BASE_URL do not apply)"]),
+    "Apptainer: the ssh -L line instead": (APPTAINER, 1000, []),
+    "SSH alone": ({"ENABLE_JUPYTER": "0", "SSH_AUTHORIZED_KEYS": KEY}, 0, []),
+}
+
+
+@pytest.mark.parametrize("case", list(SERVER_NOTES))
+def test_what_the_server_start_says(case: str) -> None:
+    env, euid, lines = SERVER_NOTES[case]
+    assert planned(env, euid=euid)[0]["cfg_server_notes"] == lines
+
+
+@pytest.mark.parametrize(("env", "tunnel"), [
+    ({}, ["node7", "", "jovyan", "1"]),
+    ({"SLURMD_NODENAME": "gpu3", "SLURM_SUBMIT_HOST": "login2", "JUPYTER_TOKEN": "c" * 16},
+     ["gpu3", "login2", "jovyan", "0"]),
+    ({"SLURM_SUBMIT_HOST": "login2", "LOGIN_HOST": "login.example.org"}, ["node7", "login.example.org", "jovyan", "1"]),
+])
+def test_the_tunnel_line_under_apptainer_names_the_node_and_login_host(env: dict[str, str], tunnel: list[str]) -> None:
+    assert planned({**APPTAINER, **env}, euid=1000)[0]["cfg_tunnel"] == tunnel
+    assert planned({**APPTAINER, **env}, ("python",), euid=1000)[0]["cfg_tunnel"] == []
+    assert planned(env)[0]["cfg_tunnel"] == []
 
 
 # USER and LOGNAME without root: (environment, euid, cfg_login_name, cfg_nss_entry).
