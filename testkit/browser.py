@@ -157,10 +157,14 @@ class Browser:
     def page_text(self) -> str:
         return str(self.driver.find_element(By.TAG_NAME, "body").text)
 
-    def page_errors(self) -> list[str]:
-        """Uncaught JavaScript errors in the console since the last call (Chromium's log)."""
+    def console(self) -> list[dict[str, str]]:
+        """Chromium's console entries since the last call (level, source, message)."""
         entries = self.driver.get_log("browser")  # type: ignore[no-untyped-call]  # selenium leaves it untyped
-        return [str(entry["message"]) for entry in entries if entry.get("source") == "javascript"]
+        return [{key: str(entry.get(key, "")) for key in ("level", "source", "message")} for entry in entries]
+
+    def page_errors(self) -> list[str]:
+        """Uncaught JavaScript errors in the console since the last call."""
+        return [entry["message"] for entry in self.console() if entry["source"] == "javascript"]
 
     # --- pictures
     def screenshot(self, path: Path) -> Path:
