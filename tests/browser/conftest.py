@@ -12,7 +12,7 @@ from docker import DockerClient
 from docker.models.containers import Container
 from selenium.common.exceptions import TimeoutException
 
-from testkit.browser import Browser, Lab, browser_for_test, note_screenshots, start_lab
+from testkit.browser import Browser, Lab, browser_for_test, note_screenshots, screenshot_name, start_lab
 from testkit.containers import TrackedContainer
 
 TOKEN = "tok-browser-5d2a8c61e09f4b7a"
@@ -73,12 +73,18 @@ def lab(browser: Browser, lab_server: LabServer, request: pytest.FixtureRequest)
 
 
 def keep_what_lab_showed(error: BaseException, browser: Browser, lab_server: LabServer, name: str) -> str:
-    """A screenshot, the page's console and the end of the server's log, as notes on ERROR; a summary."""
+    """A screenshot, and the page's console and the end of the server's log in a text file beside it,
+    both named in notes on ERROR (a reloaded Lab's error is not reported); the two paths."""
     shots = note_screenshots(error, [browser], name)
+    console = "(not read)"
     with contextlib.suppress(Exception):
-        error.add_note("the page's console: " + "; ".join(entry["message"] for entry in browser.console()[-20:]))
-    error.add_note("the server's log ends:\n" + lab_server.tracked.logs(lab_server.container)[-3000:])
-    return f"screenshot {shots[0]}" if shots else "no screenshot"
+        console = "\n".join(entry["message"] for entry in browser.console()[-20:])
+    text = screenshot_name(name).with_suffix(".txt")
+    text.parent.mkdir(parents=True, exist_ok=True)
+    text.write_text(f"the page's console:\n{console}\n\nthe server's log ends:\n"
+                    f"{lab_server.tracked.logs(lab_server.container)[-3000:]}\n")
+    error.add_note(f"the page's console and the server's log: {text}")
+    return f"{shots[0] if shots else 'no screenshot'}, {text}"
 
 
 @pytest.hookimpl(hookwrapper=True)
