@@ -20,18 +20,5 @@ die() {
   exit 2
 }
 
-readonly USERS_PY=/opt/tf29-env/startup/users.py
 readonly APPTAINER_PY=/opt/tf29-env/startup/apptainer.py
 readonly ENVIRON_PY=/opt/tf29-env/startup/environ.py
-
-# Nothing under /etc may change here, so libnss-wrapper serves the entry; `docker exec` misses it.
-write_nss_entry() {
-  local dir=/tmp/tf29-env-nss-$1 answer
-  mkdir -m 700 "${dir}" 2>/dev/null || true
-  [[ -d ${dir} && ! -L ${dir} && -O ${dir} ]] ||
-    die "${dir} is not a folder of uid $1 (made by another user?): the passwd entry for uid $1 cannot be written; start with a fresh /tmp (--tmpfs /tmp)"
-  answer=$(/usr/bin/python3 -I "${USERS_PY}" nss "${dir}" "$1" "$2" "${NB_USER}" "${cfg_group:-${NB_USER}}" "${user_home}" 2>&1) ||
-    die "${answer//$'\n'/ }"
-  export LD_PRELOAD="libnss_wrapper.so${LD_PRELOAD:+ ${LD_PRELOAD}}" NSS_WRAPPER_PASSWD=${dir}/passwd NSS_WRAPPER_GROUP=${dir}/group
-  log "uid $1 is ${NB_USER} (home ${user_home}): its passwd entry is in ${dir}, served by libnss-wrapper; nothing under /etc is written"
-}

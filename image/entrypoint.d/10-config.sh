@@ -11,9 +11,9 @@ declare cfg_gen_cert cfg_jupyter_port cfg_token
 declare cfg_ssh_keys ssh_starts cfg_sshd_dir
 declare cfg_report_port cfg_user_site cfg_login_name cfg_nss_entry
 declare user_from user_old_uid user_old_gid user_rename user_refit user_new_group user_group_rename user_join_users cfg_triplet cfg_group cfg_umask cfg_grant_sudo cfg_chown_home
-declare -a cfg_server_command home_mounts home_rw_mounts old_home_mounts
-declare home_read_only home_is_mount cfg_ssh_key_count
-declare NB_HOME home_folder cfg_scratch_home user_old_home cfg_server_folder
+declare -a cfg_server_command home_mount_checks home_copy home_prune old_home_mounts as_user cfg_host_keys
+declare home_is_mount cfg_ssh_key_count cfg_ids
+declare NB_HOME home_folder user_home user_old_home cfg_server_folder
 declare -a cfg_unset_names cfg_chown_home_opts cfg_chown_extra_opts cfg_chown_extra cfg_hub_secret_names cfg_notes cfg_server_notes cfg_tunnel cfg_sshd_args
 # python3 -I adds no folder of its own to sys.path, so the package's is inserted by hand.
 readonly PLANNER=(/usr/bin/python3 -I -c
@@ -29,7 +29,7 @@ load_config() {
   esac
   eval "${plan}"
   # Fixed from here on: a sourced hook cannot move what Jupyter, the healthcheck and SSH agree on.
-  readonly apptainer_mode run_dir_per_run IMAGE_RUN_DIR RUN_DIR SERVICES_FILE IMAGE_USER NB_HOME home_folder
+  readonly apptainer_mode run_dir_per_run IMAGE_RUN_DIR RUN_DIR SERVICES_FILE IMAGE_USER NB_HOME home_folder user_home as_user
   declare -grx TFENV_RUN_DIR JUPYTER_RUNTIME_DIR
 }
 

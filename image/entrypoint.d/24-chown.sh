@@ -3,20 +3,20 @@
 
 chown_requested() {
   ((is_root)) || return 0
-  local ids=$((10#${NB_UID})):$((10#${NB_GID})) path
+  local path
   if ((cfg_chown_home)); then
-    chown_or_die CHOWN_HOME "${NB_HOME}" "${ids}" "${cfg_chown_home_opts[@]}"
+    chown_or_die CHOWN_HOME "${NB_HOME}" "${cfg_chown_home_opts[@]}"
   fi
   for path in "${cfg_chown_extra[@]}"; do
-    chown_or_die CHOWN_EXTRA "${path}" "${ids}" "${cfg_chown_extra_opts[@]}"
+    chown_or_die CHOWN_EXTRA "${path}" "${cfg_chown_extra_opts[@]}"
   done
 }
 
 chown_or_die() {
-  local setting=$1 path=$2 ids=$3 output
-  shift 3
-  output=$(chown "$@" -- "${ids}" "${path}" 2>&1) ||
-    die "${setting}: chown ${*:+$* }${ids} ${path} failed: ${output//$'\n'/ }"
+  local setting=$1 path=$2 output
+  shift 2
+  output=$(chown "$@" -- "${cfg_ids}" "${path}" 2>&1) ||
+    die "${setting}: chown ${*:+$* }${cfg_ids} ${path} failed: ${output//$'\n'/ }"
   [[ -z ${output} ]] || printf '%s\n' "${output}" >&2
-  log "${setting}: ${path} is now uid ${ids%:*}, gid ${ids#*:}${*:+ (chown $*)}"
+  log "${setting}: ${path} is now uid ${cfg_ids%:*}, gid ${cfg_ids#*:}${*:+ (chown $*)}"
 }

@@ -1,7 +1,5 @@
 # shellcheck shell=bash
 # 40-ssh: key-only sshd; host keys are made at first start in SSH_HOST_KEY_DIR, never baked into the image.
-
-ssh_on=0
 # cfg_sshd_dir is root's: StrictModes refuses key files under a world-writable directory like RUN_DIR.
 
 prepare_ssh() {
@@ -16,17 +14,14 @@ prepare_ssh() {
   chmod 600 "${cfg_sshd_dir}/environment.conf"
 
   install -d -m 755 "${cfg_host_key_dir}"
-  local type
-  sshd_args=("${cfg_sshd_args[@]}")
-  for type in ed25519 rsa; do
-    if [[ ! -s ${cfg_host_key_dir}/ssh_host_${type}_key ]]; then
-      ssh-keygen -q -t "${type}" -N '' -C "tf29-env host key" -f "${cfg_host_key_dir}/ssh_host_${type}_key"
+  local key type problem
+  for key in "${cfg_host_keys[@]}"; do # DIR/ssh_host_TYPE_key
+    type=${key%_key} && type=${type##*_}
+    if [[ ! -s ${key} ]]; then
+      ssh-keygen -q -t "${type}" -N '' -C "tf29-env host key" -f "${key}"
       log "SSH: made a new ${type} host key in ${cfg_host_key_dir}"
     fi
-    chmod 600 "${cfg_host_key_dir}/ssh_host_${type}_key"
-    sshd_args+=(-h "${cfg_host_key_dir}/ssh_host_${type}_key")
+    chmod 600 "${key}"
   done
-  local problem
-  problem=$(/usr/sbin/sshd -t "${sshd_args[@]}" 2>&1) || die "sshd refuses its configuration: ${problem}"
-  ssh_on=1
+  problem=$(/usr/sbin/sshd -t "${cfg_sshd_args[@]}" 2>&1) || die "sshd refuses its configuration: ${problem}"
 }

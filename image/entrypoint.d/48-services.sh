@@ -5,7 +5,7 @@
 write_services() {
   local services=""
   ((cfg_jupyter)) && services+="jupyter ${JUPYTER_RUNTIME_DIR}"$'\n'
-  ((ssh_on)) && services+="ssh ${SSH_PORT}"$'\n'
+  ((ssh_starts)) && services+="ssh ${SSH_PORT}"$'\n'
   rm -f "${JUPYTER_RUNTIME_DIR}"/jpserver-* 2>/dev/null || true
   printf '%s' "${services}" >"${SERVICES_FILE}"
 }
@@ -14,8 +14,8 @@ write_services() {
 readonly HEALTHCHECK_NOISE='/^kex_exchange_identification: Connection closed by remote host$/d; /^Connection closed by 127\.0\.0\.1 port [0-9]/d'
 
 start_ssh() {
-  ((ssh_on)) || return 0
-  /usr/sbin/sshd "${sshd_args[@]}" 2> >(sed -u -e 's/\r$//' -e "${HEALTHCHECK_NOISE}" >&2) &
+  ((ssh_starts)) || return 0
+  /usr/sbin/sshd "${cfg_sshd_args[@]}" 2> >(sed -u -e 's/\r$//' -e "${HEALTHCHECK_NOISE}" >&2) &
   children[$!]=sshd
   log "SSH: listening on port ${SSH_PORT} for ${NB_USER} (${cfg_ssh_key_count} public keys; no passwords)"
 }

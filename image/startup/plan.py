@@ -71,6 +71,7 @@ SSHD_DIR = str(sshd_pid_file().parent)
 # The capabilities some step needs, with their bits in /proc/PID/status (linux/capability.h).
 CAP_BITS = {"CHOWN": 0, "DAC_OVERRIDE": 1, "DAC_READ_SEARCH": 2, "FOWNER": 3, "KILL": 5, "SETGID": 6, "SETUID": 7,
             "NET_BIND_SERVICE": 10, "SYS_CHROOT": 18, "AUDIT_WRITE": 29}
+HOST_KEY_TYPES = ("ed25519", "rsa")
 SCRATCH = "/tmp"  # noqa: S108 - checked, not written
 
 # The container's commands that name a mode (docker-stacks' start commands, as dockerstacks/start_command.py
@@ -162,6 +163,16 @@ class System:
     def is_dir(self, path: str) -> bool:
         return os.path.isdir(path)
 
+    def entries(self, path: str) -> List[str]:
+        """A folder's entry names, sorted; none for what is not a readable folder."""
+        try:
+            return sorted(os.listdir(path))
+        except OSError:
+            return []
+
+    def lexists(self, path: str) -> bool:
+        return os.path.lexists(path)
+
     def user_ids(self, name: str) -> Tuple[int, int]:
         entry = pwd.getpwnam(name)
         return entry.pw_uid, entry.pw_gid
@@ -247,7 +258,8 @@ class Planner:
         self.system = system
         self.plan: Dict[str, Value] = {"is_root": "1" if euid == 0 else "0", "cfg_report_port": "0",
                                        "cfg_port_retries": "0", "cfg_user_site": "0",
-                                       "cfg_server_notes": [], "cfg_tunnel": [], "cfg_sshd_args": []}
+                                       "cfg_server_notes": [], "cfg_tunnel": [], "cfg_sshd_args": [],
+                                       "cfg_host_keys": []}
         self.exports: Dict[str, str] = {}
         self.messages: List[str] = []  # what the start says once the plan holds, in order
         self.euid = euid
@@ -285,6 +297,7 @@ class Planner:
             self.load_apptainer_config()
         self.plan_user()
         self.plan_home()
+        self.plan_as_user()
         self.check_privileges()
         if self.plan["cfg_mode"] != "command" and self.on("cfg_jupyter"):
             self.plan_server()
@@ -877,42 +890,79 @@ class Planner:
     # home_folder: where the user's files are (25-mounts, 26-userstate): NB_HOME, but without root a
     # home folder uid EUID cannot write, whose NB_HOME moves to a scratch one. cfg_scratch_home: HOME
     # instead of NB_HOME on a read-only file system (make_scratch_home), or the moved NB_HOME.
-    # user_old_home: root's dev user's home before a rename (make_home moves its files).
+    # user_home: the dev user's HOME, NB_HOME or cfg_scratch_home. user_old_home: root's dev user's
+    # home before a rename; home_source: the folder whose files make_home copies (the root triplet) or moves.
     def plan_home(self) -> None:
         user = self.get("NB_USER")
         uid = self.euid if not self.on("is_root") else int(self.get("NB_UID"))
         scratch = f"{SCRATCH}/tf29-env-home-{uid}"
-        old = ""
+        old = source = ""
         if self.apptainer:
-            home = folder = self.get("HOME")
+            home = folder = user_home = self.get("HOME")
         elif not self.on("is_root"):
             folder = f"/home/{user}" if self.system.is_dir(f"/home/{user}") else f"/home/{self.get('TFENV_IMAGE_USER')}"
-            home = folder
-            if not self.system.writable(folder) and not self.read_only(folder):
-                home = scratch
+            writable = self.system.writable(folder)
+            home = folder if writable or self.read_only(folder) else scratch
+            user_home = folder if writable else scratch
         elif self.on("cfg_triplet"):
-            home = folder = "/home/root"
+            home = folder = user_home = "/home/root"
+            source = "/home/" + self.get("TFENV_IMAGE_USER")
         else:
             old = self.system.user_home(str(self.plan["user_from"]))
             home = folder = f"/home/{user}" if self.on("user_rename") else old
-        self.plan.update(NB_HOME=home, home_folder=folder, cfg_scratch_home=scratch, user_old_home=old)
-        self.plan_home_mounts(home, folder)
+            user_home = scratch if self.read_only(home) else home
+            source = old if self.on("user_rename") else ""
+        self.plan.update(NB_HOME=home, home_folder=folder, cfg_scratch_home=scratch, user_home=user_home,
+                         user_old_home=old)
+        self.plan_home_mounts(home, folder, source)
 
     # What fit_user and check_mounts (20, 25) ask of the mount table. home_mounts: the mount points at
-    # or under home_folder, once each; home_rw_mounts: those whose mount on top is read-write;
-    # old_home_mounts: those under the folder whose files make_home copies or moves (the image's home
-    # for the root triplet, the old one for a rename); home_read_only, home_is_mount: of NB_HOME.
-    def plan_home_mounts(self, home: str, folder: str) -> None:
+    # or under home_folder, once each; home_mount_checks: those whose mount on top is read-write and
+    # that 25-mounts checks, each followed by 1 where it holds nothing but mount points (Docker makes
+    # those), else 0; old_home_mounts: those under home_source; home_is_mount: NB_HOME is one;
+    # home_copy: the entries of home_source that make_home copies (none into a mount, none that are
+    # there already, none that hold a mount, which stays); home_prune: find's arguments that skip the
+    # mounts under NB_HOME, whose files keep their owners when NB_UID changes.
+    def plan_home_mounts(self, home: str, folder: str, source: str) -> None:
         mounts = self.plan["mounts"]
         top: Dict[str, str] = {}
         for point, options in zip(mounts[::2], mounts[1::2]):
             top[point] = options  # dicts keep the first point's place; a later mount on it is on top
-        old = "/home/" + self.get("TFENV_IMAGE_USER") if self.on("cfg_triplet") else str(self.plan["user_old_home"])
         under = [point for point in top if point == folder or point.startswith(folder.rstrip("/") + "/")]
-        self.plan.update(home_mounts=under, home_rw_mounts=[point for point in under if top[point].startswith("rw")],
-                         old_home_mounts=[point for point in top if old and point.startswith(old.rstrip("/") + "/")])
-        self.flag("home_read_only", self.read_only(home))
+        old_mounts = [point for point in top if source and point.startswith(source.rstrip("/") + "/")]
+        checks: List[str] = []
+        for point in under:
+            if top[point].startswith("rw") and self.system.is_dir(point) and (self.on("is_root") or point != folder):
+                bare = all(f"{point}/{name}" in under for name in self.system.entries(point))
+                checks += [point, "1" if bare else "0"]
+        prune = [arg for point in under if point != home for arg in ("-path", point, "-prune", "-o")]
+        self.plan.update(home_mounts=under, home_mount_checks=checks, old_home_mounts=old_mounts, home_prune=prune,
+                         home_copy=self.home_copy(source, home, old_mounts) if home not in top else [])
         self.flag("home_is_mount", home in top)
+
+    def home_copy(self, source: str, home: str, old_mounts: List[str]) -> List[str]:
+        def holds_mount(path: str) -> bool:
+            return any(point == path or point.startswith(path + "/") for point in old_mounts)
+
+        if not source:
+            return []
+        return [name for name in self.system.entries(source)
+                if not self.system.lexists(f"{home}/{name}") and not holds_mount(f"{source}/{name}")]
+
+    # The commands that run as the dev user: with root, setpriv to NB_UID/NB_GID and its groups, and
+    # the user's HOME, USER and LOGNAME; the root triplet as root, with /home/root; without root, as is
+    # (20-user exports HOME, USER and LOGNAME there).
+    def plan_as_user(self) -> None:
+        as_user: List[str] = []
+        # NB_UID:NB_GID as chown is given them (root only: nothing is chowned without).
+        self.plan["cfg_ids"] = f"{int(self.get('NB_UID'))}:{int(self.get('NB_GID'))}" if self.on("is_root") else ""
+        if self.on("is_root") and self.on("cfg_triplet"):
+            as_user = ["env", f"HOME={self.plan['user_home']}", "USER=root", "LOGNAME=root"]
+        elif self.on("is_root"):
+            uid, gid, user = int(self.get("NB_UID")), int(self.get("NB_GID")), self.get("NB_USER")
+            as_user = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--init-groups",
+                       "env", f"HOME={self.plan['user_home']}", f"USER={user}", f"LOGNAME={user}"]
+        self.plan["as_user"] = as_user
 
     # The server's command line (50-jupyter runs it as the dev user) and the folder it starts in, where
     # its terminals open. Traitlets refuses an option given twice, so an image option that an extra
@@ -937,11 +987,15 @@ class Planner:
                 folder = value
         self.plan.update(cfg_server_command=command, cfg_server_folder=folder, cfg_server_notes=self.server_notes())
 
-    # sshd's options but its host keys (40-ssh adds those it finds or makes); the login is the fitted NB_USER's.
+    # sshd's options, with the host keys 40-ssh finds or makes (cfg_host_keys, named by their type);
+    # the login is the fitted NB_USER's.
     def plan_sshd(self) -> None:
+        keys = [f"{self.plan['cfg_host_key_dir']}/ssh_host_{kind}_key" for kind in HOST_KEY_TYPES]
+        self.plan["cfg_host_keys"] = keys
         self.plan["cfg_sshd_args"] = ["-D", "-e", "-f", str(SSHD_CONFIG), "-p", str(self.plan["SSH_PORT"]),
                                       "-o", f"AllowUsers={self.get('NB_USER')}",
-                                      "-o", f"AddressFamily={self.plan['cfg_sshd_family']}"]
+                                      "-o", f"AddressFamily={self.plan['cfg_sshd_family']}",
+                                      *[arg for key in keys for arg in ("-h", key)]]
 
     # What 50-jupyter says as the server starts (last, where `docker logs` ends): how to log in.
     def server_notes(self) -> List[str]:
@@ -1142,7 +1196,7 @@ def render(plan: Mapping[str, Value], exports: Mapping[str, str]) -> str:
 
 
 # The planner's own working values: what the steps need of them is planned from them.
-PLANNER_ONLY = ("mounts", "cfg_server_args")
+PLANNER_ONLY = ("mounts", "cfg_server_args", "home_mounts", "cfg_scratch_home")
 
 
 def for_the_shell(plan: Mapping[str, Value], messages: List[str]) -> Dict[str, Value]:

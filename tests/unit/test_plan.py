@@ -26,9 +26,10 @@ class FakeSystem(plan.System):
     def __init__(self, files: Mapping[str, str] | None = None, floor: int | None = 0,
                  self_check: tuple[int, str] = (0, "warn"), commands: tuple[str, ...] = (),
                  read_only: tuple[str, ...] = (), capabilities: int = (1 << 41) - 1,
-                 missing: tuple[str, ...] = (), taken: tuple[int, ...] = (), files_not_folders: tuple[str, ...] = ()
-                 ) -> None:
+                 missing: tuple[str, ...] = (), taken: tuple[int, ...] = (), files_not_folders: tuple[str, ...] = (),
+                 folders: Mapping[str, list[str]] | None = None) -> None:
         self.files = dict(files or {})
+        self.folders = dict(folders or {})  # a folder's entries; every path in them exists
         self.taken = taken
         self.files_not_folders = files_not_folders
         self.read_only = read_only
@@ -79,6 +80,13 @@ class FakeSystem(plan.System):
 
     def port_free(self, port: int) -> bool:
         return port not in self.taken
+
+    def entries(self, path: str) -> list[str]:
+        return sorted(self.folders.get(path, []))
+
+    def lexists(self, path: str) -> bool:
+        folder, _, name = path.rpartition("/")
+        return name in self.folders.get(folder, [])
 
     def host_name(self) -> str:
         return "node7"
@@ -479,7 +487,8 @@ def test_the_default_plan() -> None:
     assert variables == {
         "is_root": "1", "cfg_report_port": "0", "cfg_port_retries": "0", "cfg_user_site": "0",
         "cfg_server_notes": [TOKEN_LINE + "http://127.0.0.1:8888/lab?token=" + "f" * 48], "cfg_tunnel": [],
-        "cfg_sshd_args": [], "apptainer_mode": "0", "run_dir_per_run": "0", "IMAGE_RUN_DIR": "/run/tf29-env",
+        "cfg_sshd_args": [], "cfg_host_keys": [], "apptainer_mode": "0", "run_dir_per_run": "0",
+        "IMAGE_RUN_DIR": "/run/tf29-env",
         "RUN_DIR": "/run/tf29-env", "SERVICES_FILE": "/run/tf29-env/services", "IMAGE_USER": "jovyan",
         "cfg_cert_file": "/run/tf29-env/jupyter/tf29-env-cert.pem",
         "cfg_key_file": "/run/tf29-env/jupyter/tf29-env-key.pem", "mounts": [], "cfg_mode": "services",
@@ -494,13 +503,16 @@ def test_the_default_plan() -> None:
         "cfg_chown_home_opts": [], "cfg_chown_extra_opts": [], "cfg_chown_extra": [], "user_from": "jovyan",
         "user_old_uid": "1000", "user_old_gid": "100", "user_rename": "0", "user_refit": "0", "user_new_group": "0",
         "user_group_rename": "0", "user_join_users": "0", "NB_HOME": "/home/jovyan", "home_folder": "/home/jovyan",
-        "cfg_scratch_home": "/tmp/tf29-env-home-1000", "user_old_home": "/home/jovyan",
+        "cfg_scratch_home": "/tmp/tf29-env-home-1000", "user_home": "/home/jovyan", "user_old_home": "/home/jovyan",
         "cfg_server_command": ["jupyter", "lab", "--ServerApp.ip=0.0.0.0", "--ServerApp.port=8888",
                                "--ServerApp.port_retries=0", "--ServerApp.open_browser=False",
                                "--ServerApp.root_dir=/home/jovyan", "--ServerApp.base_url=/",
                                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
                                "--LabApp.news_url=None"],
-        "home_mounts": [], "home_rw_mounts": [], "old_home_mounts": [], "home_read_only": "0", "home_is_mount": "0",
+        "home_mounts": [], "home_mount_checks": [], "old_home_mounts": [], "home_prune": [], "home_copy": [],
+        "home_is_mount": "0", "cfg_ids": "1000:100",
+        "as_user": ["setpriv", "--reuid=1000", "--regid=100", "--init-groups", "env", "HOME=/home/jovyan",
+                    "USER=jovyan", "LOGNAME=jovyan"],
         "cfg_server_folder": "/home/jovyan", "cfg_login_name": "jovyan", "cfg_nss_entry": "0"}
     assert exports == {"JUPYTER_RUNTIME_DIR": "/run/tf29-env/jupyter", "TENSORBOARD_PROXY_URL": "/proxy/%PORT%/"}
     assert messages == [SSH_OFF_NO_KEYS]
@@ -634,8 +646,12 @@ def test_ssh_starts_only_as_root_with_a_key() -> None:
 def test_sshd_is_planned_for_the_fitted_user_on_its_port_with_the_images_config() -> None:
     ipv6 = FakeSystem(files={"/proc/net/if_inet6": "00000000000000000000000000000001 01 80 10 80 lo\n"})
     variables = planned({"SSH_AUTHORIZED_KEYS": KEY, "NB_USER": "ann", "SSH_PORT": "2222"}, system=ipv6)[0]
+    keys = ["/etc/ssh/host-keys/ssh_host_ed25519_key", "/etc/ssh/host-keys/ssh_host_rsa_key"]
+    assert variables["cfg_host_keys"] == keys
     assert variables["cfg_sshd_args"] == ["-D", "-e", "-f", str(SSHD_CONFIG), "-p", "2222", "-o", "AllowUsers=ann",
-                                          "-o", "AddressFamily=any"]
+                                          "-o", "AddressFamily=any", "-h", keys[0], "-h", keys[1]]
+    elsewhere = planned({"SSH_AUTHORIZED_KEYS": KEY, "SSH_HOST_KEY_DIR": "/keys"})[0]
+    assert elsewhere["cfg_host_keys"] == ["/keys/ssh_host_ed25519_key", "/keys/ssh_host_rsa_key"]
     assert SSHD_CONFIG.parts[-2:] == ("ssh", "sshd_config")
     assert planned({"SSH_AUTHORIZED_KEYS": KEY}, ("python",))[0]["cfg_sshd_args"] == []
 
@@ -727,16 +743,63 @@ HOME_MOUNTINFO = """\
 
 def test_the_home_folders_mounts() -> None:
     """What 20-user and 25-mounts ask of the mount table, answered once by the planner."""
-    system = FakeSystem(files={"/proc/self/mountinfo": HOME_MOUNTINFO})
+    system = FakeSystem(files={"/proc/self/mountinfo": HOME_MOUNTINFO},
+                        folders={"/home/jovyan": ["work", "data", "notes.txt"]})
     variables = planned({}, system=system)[0]
     assert variables["home_mounts"] == ["/home/jovyan", "/home/jovyan/work", "/home/jovyan/data"]
-    assert variables["home_rw_mounts"] == ["/home/jovyan"]
-    assert (variables["home_read_only"], variables["home_is_mount"]) == ("0", "1")
+    assert variables["home_mount_checks"] == ["/home/jovyan", "0"]  # the others are read-only on top
+    assert variables["home_is_mount"] == "1"
+    assert variables["home_prune"] == ["-path", "/home/jovyan/work", "-prune", "-o",
+                                       "-path", "/home/jovyan/data", "-prune", "-o"]
     renamed = planned({"NB_USER": "ann"}, system=system)[0]
     assert renamed["old_home_mounts"] == ["/home/jovyan/work", "/home/jovyan/data"]
-    assert (renamed["home_mounts"], renamed["home_is_mount"]) == ([], "0")
+    assert (renamed["home_mounts"], renamed["home_is_mount"], renamed["home_prune"]) == ([], "0", [])
     triplet = planned({"NB_USER": "root", "NB_UID": "0", "NB_GID": "0"}, system=system)[0]
     assert triplet["old_home_mounts"] == ["/home/jovyan/work", "/home/jovyan/data"]
+
+
+def test_an_empty_folder_docker_made_is_one_to_hand_over() -> None:
+    """-v h:/home/jovyan -v w:/home/jovyan/work: Docker makes work in h, which then holds nothing else."""
+    mountinfo = ("1 0 0:1 / / rw - o o rw\n2 1 8:1 /h /home/jovyan rw - e s rw\n"
+                 "3 2 8:1 /w /home/jovyan/work rw - e s rw\n")
+    system = FakeSystem(files={"/proc/self/mountinfo": mountinfo}, folders={"/home/jovyan": ["work"]},
+                        files_not_folders=("/home/jovyan/work",))
+    assert planned({}, system=system)[0]["home_mount_checks"] == ["/home/jovyan", "1"]  # a mounted file is not checked
+    assert planned({}, euid=1000, system=system)[0]["home_mount_checks"] == []  # 20-user says what it cannot write
+
+
+def test_what_make_home_copies() -> None:
+    """The old home's entries, but those the new home has and those that hold a mount (which stay)."""
+    mountinfo = "1 0 0:1 / / rw - o o rw\n2 1 8:1 /w /home/jovyan/work rw - e s rw\n"
+    folders = {"/home/jovyan": ["quickstart", "work", ".bashrc", ".cache"], "/home/ann": [".bashrc"],
+               "/home/root": [".cache"]}
+    system = FakeSystem(files={"/proc/self/mountinfo": mountinfo}, folders=folders)
+    assert planned({"NB_USER": "ann"}, system=system)[0]["home_copy"] == [".cache", "quickstart"]
+    triplet = planned({"NB_USER": "root", "NB_UID": "0", "NB_GID": "0"}, system=system)[0]
+    assert triplet["home_copy"] == [".bashrc", "quickstart"]
+    assert planned({}, system=system)[0]["home_copy"] == []  # no rename: nothing to copy
+    mounted = FakeSystem(files={"/proc/self/mountinfo": mountinfo + "3 1 8:1 /a /home/ann rw - e s rw\n"},
+                         folders=folders)
+    assert planned({"NB_USER": "ann"}, system=mounted)[0]["home_copy"] == []  # nothing is copied into a mount
+
+
+# Who the commands run as: (environment, euid, read-only paths, as_user).
+AS_USER = {
+    "as built": ({}, 0, (), ["setpriv", "--reuid=1000", "--regid=100", "--init-groups", "env", "HOME=/home/jovyan",
+                             "USER=jovyan", "LOGNAME=jovyan"]),
+    "new ids, leading zeros": ({"NB_USER": "ann", "NB_UID": "04321", "NB_GID": "0100"}, 0, (),
+                               ["setpriv", "--reuid=4321", "--regid=100", "--init-groups", "env", "HOME=/home/ann",
+                                "USER=ann", "LOGNAME=ann"]),
+    "root triplet": ({"NB_USER": "root", "NB_UID": "0", "NB_GID": "0"}, 0, (),
+                     ["env", "HOME=/home/root", "USER=root", "LOGNAME=root"]),
+    "without root: as it is": ({}, 1000, (), []),
+}
+
+
+@pytest.mark.parametrize("case", AS_USER)
+def test_who_the_commands_run_as(case: str) -> None:
+    env, euid, read_only, as_user = AS_USER[case]
+    assert planned(env, euid=euid, system=FakeSystem(read_only=read_only))[0]["as_user"] == as_user
 
 
 def test_read_access_needs_no_dac_read_search_with_dac_override() -> None:
@@ -757,26 +820,28 @@ def test_the_user_plan_as_root() -> None:
 
 
 # The dev user's home: (environment, euid, what is read-only or not writable, folders that are missing,
-# NB_HOME, home_folder, user_old_home). Without root the scratch home is the euid's; as root NB_UID's.
+# NB_HOME, home_folder, user_home, user_old_home). Without root the scratch home is the euid's; as root NB_UID's.
 HOMES = {
-    "as built": ({}, 0, (), (), "/home/jovyan", "/home/jovyan", "/home/jovyan"),
-    "renamed by NB_USER": ({"NB_USER": "ann"}, 0, (), (), "/home/ann", "/home/ann", "/home/jovyan"),
-    "root triplet": ({"NB_USER": "root", "NB_UID": "0", "NB_GID": "0"}, 0, (), (), "/home/root", "/home/root", ""),
-    "without root": ({}, 1000, (), (), "/home/jovyan", "/home/jovyan", ""),
-    "without root, NB_USER's folder": ({"NB_USER": "ann"}, 1000, (), (), "/home/ann", "/home/ann", ""),
+    "as built": ({}, 0, (), (), "/home/jovyan", "/home/jovyan", "/home/jovyan", "/home/jovyan"),
+    "renamed by NB_USER": ({"NB_USER": "ann"}, 0, (), (), "/home/ann", "/home/ann", "/home/ann", "/home/jovyan"),
+    "root triplet": ({"NB_USER": "root", "NB_UID": "0", "NB_GID": "0"}, 0, (), (), "/home/root", "/home/root",
+                     "/home/root", ""),
+    "without root": ({}, 1000, (), (), "/home/jovyan", "/home/jovyan", "/home/jovyan", ""),
+    "without root, NB_USER's folder": ({"NB_USER": "ann"}, 1000, (), (), "/home/ann", "/home/ann", "/home/ann", ""),
     "without root, no NB_USER folder": ({"NB_USER": "ann"}, 1000, (), ("/home/ann",), "/home/jovyan", "/home/jovyan",
-                                        ""),
+                                        "/home/jovyan", ""),
     "without root, another uid's folder": ({}, 4321, ("/home/jovyan",), (), "/tmp/tf29-env-home-4321", "/home/jovyan",
-                                           ""),
-    "Apptainer": (APPTAINER, 1000, (), (), "/home/ann", "/home/ann", ""),
+                                           "/tmp/tf29-env-home-4321", ""),
+    "Apptainer": (APPTAINER, 1000, (), (), "/home/ann", "/home/ann", "/home/ann", ""),
 }
 
 
 @pytest.mark.parametrize("case", HOMES)
 def test_the_home_folder(case: str) -> None:
-    env, euid, not_writable, not_folders, home, folder, old = HOMES[case]
+    env, euid, not_writable, not_folders, home, folder, user_home, old = HOMES[case]
     variables = planned(env, euid=euid, system=FakeSystem(read_only=not_writable, files_not_folders=not_folders))[0]
-    assert (variables["NB_HOME"], variables["home_folder"], variables["user_old_home"]) == (home, folder, old)
+    assert [variables[name] for name in ("NB_HOME", "home_folder", "user_home", "user_old_home")] == \
+        [home, folder, user_home, old]
 
 
 def test_a_home_on_a_read_only_root_stays_and_home_moves_to_scratch() -> None:
@@ -784,8 +849,10 @@ def test_a_home_on_a_read_only_root_stays_and_home_moves_to_scratch() -> None:
     system = FakeSystem(files={"/proc/self/mountinfo": "1 0 0:1 / / ro - o o rw\n2 1 0:2 / /tmp rw - o o rw\n"},
                         read_only=("/home/jovyan",))
     variables = planned({}, euid=1000, system=system)[0]
-    assert (variables["NB_HOME"], variables["cfg_scratch_home"]) == ("/home/jovyan", "/tmp/tf29-env-home-1000")
-    assert planned({"NB_UID": "4321"}, system=system)[0]["cfg_scratch_home"] == "/tmp/tf29-env-home-4321"
+    assert (variables["NB_HOME"], variables["user_home"]) == ("/home/jovyan", "/tmp/tf29-env-home-1000")
+    as_root = planned({"NB_UID": "4321"}, system=system)[0]
+    assert (as_root["NB_HOME"], as_root["user_home"]) == ("/home/jovyan", "/tmp/tf29-env-home-4321")
+    assert as_root["as_user"][5] == "HOME=/tmp/tf29-env-home-4321"
 
 
 LAB = ["jupyter", "lab", "--ServerApp.ip=0.0.0.0", "--ServerApp.port=8888", "--ServerApp.port_retries=0",
