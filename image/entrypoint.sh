@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR/entrypoint.d
-# The container's main process, under tini: one numbered step per entrypoint.d/ file, called in order;
-# startup/plan.py's plan is the only state the steps share.
+# The container's main process, under tini: one numbered step per entrypoint.d/ file, called in order.
+# The steps share startup/plan.py's plan and three results: hub_secrets (12, kept out of the environment),
+# user_state_report (26, said at 45) and children (started by 48-60, supervised by 90).
 set -euo pipefail
 
 # Listed, not globbed: a missing piece fails loudly, and shellcheck -x reads them as one program.
@@ -29,11 +30,11 @@ cd /
 
 main() {
   load_config "$@"                  # 10: every setting checked; bad input stops here
-  if ((ssh_starts)); then
-    check_host_key_dir              # 10: SSH_HOST_KEY_DIR can be made (known only by trying)
-  fi
   [[ ${cfg_mode} != hub ]] || take_hub_secrets # 12: the hub's secrets leave the environment
   apply_apptainer_settings          # 13: Apptainer only
+  if ((ssh_starts)); then
+    check_host_key_dir              # 15: SSH_HOST_KEY_DIR can be made (known only by trying)
+  fi
   check_run_dir                     # 15: the run directory, made if it is missing
   fit_user                          # 20: NB_USER, NB_UID, NB_GID (without root: libnss-wrapper)
   grant_sudo                        # 22: GRANT_SUDO, only when asked

@@ -9,14 +9,12 @@ check_run_dir() {
     make_run_dir # this run's own, under TMPDIR or /tmp
     return 0
   fi
-  # The planner has said why, where it could know; what is left is a change since.
+  # The planner has checked that it is a writable folder or can be made; mkdir can still fail (a quota, a race).
   local error
   if [[ ! -e ${RUN_DIR} ]]; then
     error=$(mkdir -m 1777 -- "${RUN_DIR}" 2>&1) ||
       die "TFENV_RUN_DIR=${RUN_DIR} does not exist and cannot be made (${error//$'\n'/ }): mount a tmpfs on ${RUN_DIR} itself (--tmpfs ${RUN_DIR}: it keeps the image's mode 1777)"
   fi
-  [[ -d ${RUN_DIR} && -w ${RUN_DIR} ]] ||
-    die "TFENV_RUN_DIR=${RUN_DIR} is not a writable folder: mount a tmpfs on it (--tmpfs ${RUN_DIR})"
 }
 
 # A folder of that name that is the caller's own was left by an earlier process of the same pid: taken over.
@@ -33,4 +31,15 @@ make_run_dir() {
   fi
   trap 'rm -rf -- "${RUN_DIR}"' EXIT
   log "runtime files in ${RUN_DIR} (${IMAGE_RUN_DIR} is not writable here), removed when the server stops"
+}
+
+# Whether a folder can be made there is known only by trying: fail now, not with ssh-keygen's message later.
+check_host_key_dir() {
+  local dir=${cfg_host_key_dir} error key
+  error=$(mkdir -p -- "${dir}" 2>&1) || die "SSH_HOST_KEY_DIR=${dir}: no folder for host keys can be made there (${error//$'\n'/ })"
+  [[ ! -w ${dir} ]] || return 0
+  for key in "${dir}"/ssh_host_*_key; do
+    [[ -s ${key} ]] && return 0 # keys kept on a read-only mount: nothing to write
+  done
+  die "SSH_HOST_KEY_DIR=${dir}: holds no host keys and none can be written there (read-only?)"
 }

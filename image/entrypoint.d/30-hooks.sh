@@ -4,28 +4,24 @@
 readonly HOOK_DIRS=(/etc/tf29-env/start.d /usr/local/bin/start-notebook.d /usr/local/bin/before-notebook.d)
 
 run_start_hooks() {
-  local dir
-  for dir in "${HOOK_DIRS[@]}"; do run_hooks "${dir}"; done
-}
-
-run_hooks() {
-  local dir=$1 hook status
-  [[ -d ${dir} ]] || return 0
-  for hook in "${dir}"/*; do
-    [[ -e ${hook} ]] || continue
-    if [[ ${hook} == *.sh ]]; then
-      log "start hook: sourcing ${hook}"
-      source_hook "${hook}"
-      status=${hook_status}
-    elif [[ -x ${hook} ]]; then
-      log "start hook: running ${hook}"
-      status=0
-      "${hook}" || status=$?
-    else
-      log "start hook: ignoring ${hook} (neither *.sh nor executable)"
-      continue
-    fi
-    ((status == 0)) || warn "start hook ${hook} failed (exit ${status}); continuing"
+  local dir hook status
+  for dir in "${HOOK_DIRS[@]}"; do
+    for hook in "${dir}"/*; do # each folder read when its turn comes: an earlier hook may add to it
+      [[ -e ${hook} ]] || continue # an empty or missing folder's pattern
+      if [[ ${hook} == *.sh ]]; then
+        log "start hook: sourcing ${hook}"
+        source_hook "${hook}"
+        status=${hook_status}
+      elif [[ -x ${hook} ]]; then
+        log "start hook: running ${hook}"
+        status=0
+        "${hook}" || status=$?
+      else
+        log "start hook: ignoring ${hook} (neither *.sh nor executable)"
+        continue
+      fi
+      ((status == 0)) || warn "start hook ${hook} failed (exit ${status}); continuing"
+    done
   done
 }
 

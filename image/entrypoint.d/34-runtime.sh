@@ -5,13 +5,9 @@
 # restarts in the world-writable run directory, so a link left there goes first: chown would follow it.
 prepare_runtime_dir() {
   local dir=${JUPYTER_RUNTIME_DIR}
-  if ((is_root)); then
-    if [[ -L ${dir} ]]; then rm -f -- "${dir}"; fi
-    mkdir -p -- "${dir}"
-    chown -h "${NB_UID}:${NB_GID}" "${dir}"
-  else
-    mkdir -p -- "${dir}"
-  fi
+  if ((is_root)) && [[ -L ${dir} ]]; then rm -f -- "${dir}"; fi
+  mkdir -p -- "${dir}"
+  ((!is_root)) || chown -h "${cfg_ids}" "${dir}"
   chmod 700 "${dir}"
 }
 

@@ -5,11 +5,6 @@ declare -A children=()
 stopping=0
 readonly STOP_GRACE_SECONDS=8
 
-on_stop_signal() {
-  stopping=1
-  signal_children TERM
-}
-
 signal_children() {
   local pid
   for pid in "${!children[@]}"; do
@@ -36,7 +31,7 @@ stop_children() {
 }
 
 supervise() {
-  trap on_stop_signal TERM INT HUP
+  trap 'stopping=1; signal_children TERM' TERM INT HUP
   local pid name code
   while ((${#children[@]} > 0)); do
     wait -n || true
