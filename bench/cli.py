@@ -24,7 +24,7 @@ from bench.errors import BenchError
 from bench.stats import ratio, summarize
 from testkit.ssh import make_keypair
 from tf29env import engine
-from tf29env.build.variants import VARIANTS, Variant
+from tf29env.build.variants import CPU, GPU, VARIANTS, Variant
 from tf29env.errors import EXIT_ENGINE, UserError
 from tf29env.log import Log
 from tf29env.paths import REPO
@@ -87,9 +87,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         args.output.with_suffix(".log").touch()
     except OSError as exc:
         raise BenchError(f"--output {args.output}: cannot write there ({exc.strerror})") from None
-    args.variant = args.variant or ["cpu", "gpu"]
-    if args.side_by_side and not args.image and "gpu" not in args.variant:
-        raise BenchError("--side-by-side compares the gpu variant with TensorFlow's gpu recipe: add --variant gpu")
+    args.variant = args.variant or [CPU, GPU]
+    if args.side_by_side and not args.image and GPU not in args.variant:
+        raise BenchError(f"--side-by-side compares the {GPU} variant with TensorFlow's gpu recipe: add --variant {GPU}")
     if args.ca_cert is None:
         args.ca_cert = [HOST_CA_DIR] if any(HOST_CA_DIR.glob("*.crt")) else []
     return args

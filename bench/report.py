@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import machine, sidereport, targets
+from tf29env.build.variants import GPU
 from tf29env.release.manifest import human_size
 
 SCHEMA = "tf29-env/bench/v1"
@@ -143,7 +144,7 @@ def targets_table(document: dict[str, Any]) -> list[str]:
 
 def side_by_side(document: dict[str, Any]) -> list[str]:
     recipe = document.get("official")
-    ours = document["variants"].get("gpu")
+    ours = document["variants"].get(GPU)
     if not recipe or not ours:
         return []
     lines = ["", "## Side by side: ours and TensorFlow's gpu-jupyter recipe on the same base", "",

@@ -11,7 +11,7 @@ from typing import Any
 from docker import DockerClient
 
 from bench import builders, builds, floor, official, pullsize
-from tf29env.build.variants import VARIANTS
+from tf29env.build.variants import GPU, VARIANTS
 from tf29env.log import Log
 
 OFFICIAL_PYTHON = "python3"  # the recipe installs into the system Python
@@ -42,7 +42,7 @@ def measure(client: DockerClient, document: dict[str, Any], options: Options, sa
     """Adds document["official"], variants.gpu.pull and, for variants built here, build.buildkit."""
     cas = builds.ca_args(options.ca_certs)
     variants: dict[str, Any] = document["variants"]
-    ours = variants["gpu"]
+    ours = variants[GPU]
     base = ours["size"]["base"]
     say(f"{ours['image']}: the recipe's own checks (import, pip check, versions)")
     ours["recipe_checks"] = checks(client, ours["image"])
@@ -52,9 +52,9 @@ def measure(client: DockerClient, document: dict[str, Any], options: Options, sa
     recipe["floor"] = floor.measure(client, official.OFFICIAL_TAG, OFFICIAL_PYTHON, base, recipe["added_bytes"])
     document["official"] = recipe
     say("pull sizes: pushing both images and their base to a local registry, then an update of ours (minutes)")
-    pulled = pullsize.measure(client, {"gpu": (ours["image"], base), "official": (official.OFFICIAL_TAG, base)},
-                              log, updates={"gpu": VARIANTS["gpu"]} if options.built_here else {}, cas=cas)
-    ours["pull"] = pulled["gpu"]
+    pulled = pullsize.measure(client, {GPU: (ours["image"], base), "official": (official.OFFICIAL_TAG, base)},
+                              log, updates={GPU: VARIANTS[GPU]} if options.built_here else {}, cas=cas)
+    ours["pull"] = pulled[GPU]
     recipe["pull"] = pulled["official"]
     if not options.built_here:
         return

@@ -25,7 +25,7 @@ import requests
 
 from hub import REPO, gpuplan
 from hub import settings as hub_settings
-from hub.settings import EXIT_CONFIG, HUB_DIR, HubConfigError, Settings
+from hub.settings import EXIT_CONFIG, HUB_DIR, HUB_LABEL, HubConfigError, Settings
 from hub.sshaccess import port_free
 
 EXIT_ENGINE = 3  # no Docker engine answers
@@ -96,7 +96,7 @@ def ensure_network(client: docker.DockerClient, name: str) -> str:
     try:
         network = client.networks.get(name)
     except docker.errors.NotFound:
-        network = client.networks.create(name, driver="bridge", labels={"io.tf29-env.hub": "1"})
+        network = client.networks.create(name, driver="bridge", labels={HUB_LABEL: "1"})
     config = network.attrs.get("IPAM", {}).get("Config") or [{}]
     gateway = str(config[0].get("Gateway") or "")
     if not gateway:

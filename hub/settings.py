@@ -19,6 +19,11 @@ from hub import REPO
 
 HUB_DIR = REPO / "hub"
 EXIT_CONFIG = 2
+# The labels the hub puts on what it makes, here because ctl (no dockerspawner) and spawner both import settings.
+HUB_LABEL = "io.tf29-env.hub"  # its network
+PROFILE_LABEL = f"{HUB_LABEL}.profile"  # a server's container: its profile's name
+SSH_PORT_LABEL = f"{HUB_LABEL}.ssh-port"  # the host port of its SSH, when it has one
+GPUS_LABEL = f"{HUB_LABEL}.gpus"  # the GPU or MIG ids it holds, comma-separated
 
 # The single-user servers' profiles: name -> (what the spawn form says, GPUs requested).
 PROFILES: dict[str, tuple[str, int]] = {

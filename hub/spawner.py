@@ -20,7 +20,7 @@ from tornado import web
 from hub import REPO, sshaccess
 from hub import settings as hub_settings
 from hub.gpuplan import GpuUnavailable, Plan, Profile
-from hub.settings import Settings
+from hub.settings import GPUS_LABEL, PROFILE_LABEL, SSH_PORT_LABEL, Settings
 
 # Where the keys file appears in the container: beside compose's secrets, read by the
 # entrypoint as root (SSH_AUTHORIZED_KEYS_FILE).
@@ -32,7 +32,6 @@ START_HOOKS = REPO / "compose" / "start.d"
 LIMITS = limits.load()
 # Containers that hold their GPUs: all but the exited, dead and never started ones.
 HOLDING_STATES = ["running", "paused", "restarting"]
-GPUS_LABEL = "io.tf29-env.hub.gpus"
 
 
 class TeamSpawner(DockerSpawner):  # type: ignore[misc]
@@ -143,7 +142,7 @@ class TeamSpawner(DockerSpawner):  # type: ignore[misc]
             f"{self.team.name_prefix}-{{username}}-local": "/home/jovyan/.local",
             str(START_HOOKS): {"bind": "/etc/tf29-env/start.d", "mode": "ro"},
         }
-        create: dict[str, Any] = {"labels": {"io.tf29-env.hub.profile": profile.name}}
+        create: dict[str, Any] = {"labels": {PROFILE_LABEL: profile.name}}
         if ssh_port is None:
             self.log.info("%s: no SSH key on file, SSH stays off", self.user.name)
         else:
@@ -151,7 +150,7 @@ class TeamSpawner(DockerSpawner):  # type: ignore[misc]
             volumes[str(self._keys_path())] = {"bind": KEYS_IN_CONTAINER, "mode": "ro"}
             host_config["port_bindings"] = {SSH_CONTAINER_PORT: (self.team.ssh_address, ssh_port)}
             create["ports"] = {f"{SSH_CONTAINER_PORT}/tcp": None}
-            create["labels"]["io.tf29-env.hub.ssh-port"] = str(ssh_port)
+            create["labels"][SSH_PORT_LABEL] = str(ssh_port)
             self.log.info("%s: SSH on %s:%d", self.user.name, self.team.ssh_address, ssh_port)
         self.team_env = env
         self.volumes = volumes

@@ -13,6 +13,7 @@ from typing import Any
 from docker import DockerClient
 
 from tf29env import engine
+from tf29env.build.variants import CPU, GPU
 from tf29env.errors import EXIT_BUILD, UserError
 from tf29env.paths import PROBES
 
@@ -36,7 +37,7 @@ class ImageFacts:
 
     @property
     def variant(self) -> str:
-        return "gpu" if self.tf_cuda_build else "cpu"
+        return GPU if self.tf_cuda_build else CPU
 
     @property
     def python_minor(self) -> str:

@@ -7,7 +7,7 @@ PACKAGE = Path(__file__).resolve().parent
 REPO = PACKAGE.parent
 # The scripts the build runs inside an image (stdlib only, Python 3.8+); the image carries them too.
 PROBES = REPO / "image" / "probes"
-# What CI uploads: per variant manifest.{md,json}, tags.txt, build.json (see docs/build.md).
+# What CI uploads: the files tf29env/release/records.py names (see docs/build.md).
 DEFAULT_OUTPUT = REPO / "build-output"
 SIZE_BASELINE = REPO / "size-baseline.json"
 

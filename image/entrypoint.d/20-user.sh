@@ -16,7 +16,7 @@ fit_user() {
     make_home "/home/${IMAGE_USER}" "${NB_HOME}" copy
     # usermod refuses while root runs processes (tini), so sed sets the home getent and ssh-keygen see.
     if [[ -w /etc/passwd && -w /etc ]]; then
-      sed -i -E 's#^(root:[^:]*:[^:]*:[^:]*:[^:]*:)[^:]*:#\1/home/root:#' /etc/passwd
+      sed -i -E "s#^(root:[^:]*:[^:]*:[^:]*:[^:]*:)[^:]*:#\\1${NB_HOME}:#" /etc/passwd
     fi
     return 0
   fi

@@ -7,11 +7,11 @@ prepare_ssh() {
   install -d -m 755 /run/sshd "${cfg_sshd_dir}"
   # sshd records logins there and complains on every login when a base image lacks it.
   [[ -e /var/log/lastlog ]] || : >/var/log/lastlog
-  printf '%s\n' "${cfg_ssh_keys}" >"${cfg_sshd_dir}/authorized_keys" # as the planner checked them
-  chmod 644 "${cfg_sshd_dir}/authorized_keys"
+  printf '%s\n' "${cfg_ssh_keys}" >"${cfg_sshd_keys_file}" # as the planner checked them
+  chmod 644 "${cfg_sshd_keys_file}"
   # The environment after the hooks, on sshd's one SetEnv line (startup/environ.py).
-  /usr/bin/env -0 | /usr/bin/python3 -I "${ENVIRON_PY}" ssh-setenv >"${cfg_sshd_dir}/environment.conf"
-  chmod 600 "${cfg_sshd_dir}/environment.conf"
+  /usr/bin/env -0 | /usr/bin/python3 -I "${ENVIRON_PY}" ssh-setenv >"${cfg_sshd_env_file}"
+  chmod 600 "${cfg_sshd_env_file}"
 
   install -d -m 755 "${cfg_host_key_dir}"
   local key type problem

@@ -94,20 +94,20 @@ def check_jupyter(runtime_dir: str) -> str:
     return f"jupyter ok ({url})"
 
 
-def sshd_pid_file(config: Optional[Path] = None) -> Path:
-    """The PidFile that sshd_config names."""
+def sshd_path(keyword: str, config: Optional[Path] = None) -> Path:
+    """The path sshd_config gives KEYWORD (PidFile, AuthorizedKeysFile, Include)."""
     config = config or SSHD_CONFIG
     for line in config.read_text().splitlines():
         words = line.split()
-        if len(words) == 2 and words[0] == "PidFile":
+        if len(words) == 2 and words[0] == keyword:
             return Path(words[1])
-    raise RuntimeError(f"{config} names no PidFile")
+    raise RuntimeError(f"{config} names no {keyword}")
 
 
 def sshd_startups() -> Tuple[int, int, int]:
     """(pending logins, MaxStartups' start, its full) from the process title of sshd's listener (its
     PidFile's pid): "[listener] 3 of 128-256 startups", OpenSSH 8.2 and later."""
-    pid_file = sshd_pid_file()
+    pid_file = sshd_path("PidFile")
     try:
         pid = int(pid_file.read_text().strip())
         title = Path(f"/proc/{pid}/cmdline").read_bytes()

@@ -87,6 +87,11 @@ def pip_freeze() -> list[str]:
     return sorted(out.split(), key=str.lower)
 
 
+def canonical(name: str) -> str:
+    """PEP 503's normalised project name (the probe runs alone in the image: no packaging to import)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 def distributions() -> list[dict[str, Any]]:
     """The distributions on this interpreter's path (the venv's), one per name, as Python finds them."""
     found: dict[str, dict[str, Any]] = {}
@@ -94,7 +99,7 @@ def distributions() -> list[dict[str, Any]]:
     for dist in metadata.distributions():
         meta = dist.metadata
         name = meta["Name"] or ""
-        key = re.sub(r"[-_.]+", "-", name).lower()
+        key = canonical(name)
         if not name or key in found:
             continue
         license_field = first(meta, "License")

@@ -29,6 +29,10 @@ REPORT_NAME = "selfcheck.json"
 # The project's budget (bench/targets.py): the whole check within 15 s on CPU, 30 s with a GPU (benchmark included).
 CPU_TIME_LIMIT = 15.0
 GPU_TIME_LIMIT = 30.0
+# --layers' default, help and errors, from the layer table rather than copies of it.
+ALL_LAYERS = ",".join(str(info.layer) for info in LAYERS)
+NO_TF_LAYERS = ",".join(str(info.layer) for info in LAYERS if not info.needs_tf)
+LAYER_RANGE = f"{LAYERS[0].layer}-{LAYERS[-1].layer}"
 
 
 class Parser(argparse.ArgumentParser):
@@ -41,8 +45,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--mode", choices=MODES, help="warn (default; exit 0) or strict (exit 1 on FAIL or no GPU); "
                         "default: SELF_CHECK from the environment")
     parser.add_argument("--json", action="store_true", help="print the JSON report instead of the banner")
-    parser.add_argument("--layers", default="1,2,3,4,5,6",
-                        help="comma-separated layers to run (1,2,6 need no TensorFlow)")
+    parser.add_argument("--layers", default=ALL_LAYERS,
+                        help=f"comma-separated layers to run ({NO_TF_LAYERS} need no TensorFlow)")
     parser.add_argument("--output", help=f"where to write the JSON report (default: $TFENV_RUN_DIR/{REPORT_NAME})")
     parser.add_argument("--time-limit", type=float,
                         help="seconds for all layers together (default 15 without a GPU, 30 with one; each layer "
@@ -60,9 +64,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     try:
         args.layer_numbers = sorted({int(n) for n in args.layers.split(",") if n.strip()})
     except ValueError:
-        parser.error(f"--layers '{args.layers}' is not a comma-separated list of layer numbers 1-6")
+        parser.error(f"--layers '{args.layers}' is not a comma-separated list of layer numbers {LAYER_RANGE}")
     if not args.layer_numbers or not set(args.layer_numbers) <= set(BY_NUMBER):
-        parser.error(f"--layers '{args.layers}': layers are numbered 1-6")
+        parser.error(f"--layers '{args.layers}': layers are numbered {LAYER_RANGE}")
     default_limit = GPU_TIME_LIMIT if device_nodes() else CPU_TIME_LIMIT
     if args.time_limit is None:
         args.time_limit = default_limit

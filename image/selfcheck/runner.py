@@ -121,7 +121,7 @@ def timed_out(info: LayerInfo, allowed: float, log: str, seconds: float) -> Laye
     limit = min(info.timeout, allowed)
     return LayerResult(info.layer, info.name, info.title, [Check(
         f"layer{info.layer}.timeout", FAIL, f"did not finish within {limit:.3g} s and was stopped",
-        timeout_fix(info.layer), {"log_tail": log[-LOG_TAIL:]})], seconds=seconds, timed_out=True)
+        timeout_fix(info), {"log_tail": log[-LOG_TAIL:]})], seconds=seconds, timed_out=True)
 
 
 def crashed(info: LayerInfo, code: int, log: str, seconds: float) -> LayerResult:
@@ -140,8 +140,8 @@ def describe_exit(code: int) -> str:
     return f"exit code {code}"
 
 
-def timeout_fix(layer: int) -> str:
-    if layer in (3, 4, 5):
+def timeout_fix(info: LayerInfo) -> str:
+    if info.needs_tf:
         return ("on a GPU without TF 2.9 kernels (compute capability 8.0+) the first start JIT-compiles PTX for "
                 "minutes: mount a volume at ~/.nv so it happens once, then rerun `selfcheck`; otherwise the driver "
                 "is hanging (check nvidia-smi and dmesg on the host)")

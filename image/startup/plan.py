@@ -25,10 +25,10 @@ from dockerstacks import notebook_args
 
 # The healthcheck reads sshd's configuration; its folder is a sibling of this one (as start_command.py imports it).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "healthchecks"))
-from healthcheck import SERVICES, SSHD_CONFIG, per_run_path, sshd_pid_file
+from healthcheck import SERVICES, SSHD_CONFIG, per_run_path, sshd_path
 
 from startup import apptainer, environ, users
-from startup.userstate import read_mounts
+from startup.userstate import MOUNTINFO, read_mounts
 
 USAGE = 2
 PREFIX = "tf29-env: "
@@ -59,19 +59,21 @@ KEEP_SET = ("PATH", "HOME", "TFENV_RUN_DIR", "JUPYTER_RUNTIME_DIR")
 RENAMED_USER_FILE = "/etc/tf29-env/dev-user"
 SELFCHECK = "/opt/tf29-env/bin/selfcheck"
 UNPRIVILEGED_PORT_START = "/proc/sys/net/ipv4/ip_unprivileged_port_start"
-MOUNTINFO = "/proc/self/mountinfo"
 STATUS = "/proc/self/status"
 # The container's IPv6 addresses: its loopback ::1 is there exactly when IPv6 is on (switching it off
 # takes every IPv6 address away). Docker turns IPv6 on for an IPv6 network, Kubernetes on a
 # dual-stack cluster; elsewhere it is off, the normal case and no warning's worth.
 IF_INET6 = "/proc/net/if_inet6"
 IPV6_LOOPBACK = "00000000000000000000000000000001 "
-# sshd's run directory, as ssh/sshd_config names it (its PidFile's folder); 40-ssh writes the keys there.
-SSHD_DIR = str(sshd_pid_file().parent)
+# sshd's run directory, as ssh/sshd_config names it (its PidFile's folder), and the files in it that
+# 40-ssh writes: the keys (AuthorizedKeysFile) and the environment's SetEnv line (Include).
+SSHD_DIR = str(sshd_path("PidFile").parent)
+SSHD_KEYS_FILE, SSHD_ENV_FILE = str(sshd_path("AuthorizedKeysFile")), str(sshd_path("Include"))
 # The capabilities some step needs, with their bits in /proc/PID/status (linux/capability.h).
 CAP_BITS = {"CHOWN": 0, "DAC_OVERRIDE": 1, "DAC_READ_SEARCH": 2, "FOWNER": 3, "KILL": 5, "SETGID": 6, "SETUID": 7,
             "NET_BIND_SERVICE": 10, "SYS_CHROOT": 18, "AUDIT_WRITE": 29}
 HOST_KEY_TYPES = ("ed25519", "rsa")
+ROOT_HOME = "/home/root"  # the root triplet's: passwd's /root is not the dev user's kind of home
 SCRATCH = "/tmp"  # noqa: S108 - checked, not written
 
 # The container's commands that name a mode (docker-stacks' start commands, as dockerstacks/start_command.py
@@ -89,7 +91,6 @@ HUB_URL = re.compile(r"(https?)://([A-Za-z0-9._-]*|\[[0-9A-Fa-f:.]+\])(:([0-9]{1
 BASE_URL = re.compile(r"/[A-Za-z0-9._~/-]*")
 ADDRESS = re.compile(r"[0-9.]+|\[?[0-9a-f:.]*:[0-9a-f:.]*\]?")
 HOST_NAME = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*")
-VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 LIST_SEPARATORS = re.compile(r"[, \t\n]+")
 
 Value = Union[str, List[str]]
@@ -477,7 +478,8 @@ class Planner:
         host_key_dir = self.get("SSH_HOST_KEY_DIR") or "/etc/ssh/host-keys"
         if not host_key_dir.startswith("/"):
             raise Refused(f"SSH_HOST_KEY_DIR='{host_key_dir}' must be an absolute path")
-        self.plan.update(cfg_host_key_dir=host_key_dir, cfg_sshd_dir=SSHD_DIR)
+        self.plan.update(cfg_host_key_dir=host_key_dir, cfg_sshd_dir=SSHD_DIR, cfg_sshd_keys_file=SSHD_KEYS_FILE,
+                         cfg_sshd_env_file=SSHD_ENV_FILE)
         self.load_server_options()
         self.check_server_args()
         self.load_service_config()
@@ -693,7 +695,7 @@ class Planner:
             self.plan["cfg_server_args"] = words + self.server_args()
         names: List[str] = []
         for name in split_list(self.get("JUPYTER_ENV_VARS_TO_UNSET")):
-            if not VARIABLE_NAME.fullmatch(name):
+            if not environ.NAME.fullmatch(name):
                 raise Refused(f"JUPYTER_ENV_VARS_TO_UNSET: '{name}' is not a variable name (letters, digits, _; "
                               "comma-separated)")
             if name in KEEP_SET:
@@ -864,7 +866,7 @@ class Planner:
             self.note("self-check is off (SELF_CHECK=off); run 'selfcheck' in the container at any time")
         if self.on("cfg_triplet") and self.on("is_root"):
             what = "the command" if mode == "command" else "JupyterLab"
-            self.warn(f"NB_USER=root NB_UID=0 NB_GID=0: {what} runs as the container's root, with HOME /home/root "
+            self.warn(f"NB_USER=root NB_UID=0 NB_GID=0: {what} runs as the container's root, with HOME {ROOT_HOME} "
                       "(meant for rootless Docker or Podman, where that root is your host account); SSH stays off, "
                       "as it never logs in as root")
         old_mounts, old = self.plan["old_home_mounts"], str(self.plan["user_old_home"])
@@ -905,7 +907,7 @@ class Planner:
             home = folder if writable or self.read_only(folder) else scratch
             user_home = folder if writable else scratch
         elif self.on("cfg_triplet"):
-            home = folder = user_home = "/home/root"
+            home = folder = user_home = ROOT_HOME
             source = "/home/" + self.get("TFENV_IMAGE_USER")
         else:
             old = self.system.user_home(str(self.plan["user_from"]))
@@ -1114,10 +1116,10 @@ class Planner:
             self.writable_or_refuse("/etc/group", f"NB_GROUP={group} means renaming group {gid} in /etc/group",
                                     "leave NB_GROUP unset, or a writable root file system")
         if self.on("cfg_triplet"):
-            self.writable_or_refuse("/home/root", "NB_USER=root NB_UID=0 NB_GID=0 means a home folder /home/root",
-                                    "a writable root file system, or a volume on /home/root")
+            self.writable_or_refuse(ROOT_HOME, f"NB_USER=root NB_UID=0 NB_GID=0 means a home folder {ROOT_HOME}",
+                                    f"a writable root file system, or a volume on {ROOT_HOME}")
         # chown fails on a read-only file system (--read-only, a :ro mount) whatever the capabilities.
-        home = "/home/root" if self.on("cfg_triplet") else f"/home/{user}"
+        home = ROOT_HOME if self.on("cfg_triplet") else f"/home/{user}"
         if self.on("cfg_chown_home") and self.read_only(home):
             raise Refused(f"CHOWN_HOME={self.get('CHOWN_HOME')}, but {home} is on a read-only file system: drop "
                           "CHOWN_HOME, or mount a volume there")

@@ -36,6 +36,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable, List, Sequence  # python 3.8: no list[...] at run time
 
+MOUNTINFO = "/proc/self/mountinfo"
+
 USAGE = 2
 DOCS = "docs/packages.md"
 # The persisted folder, relative to the home folder: the one volume every way of running the image
@@ -116,7 +118,7 @@ def read_mounts(text: str) -> list[Mount]:
 
 def own_mounts() -> list[Mount]:
     try:
-        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as handle:
+        with open(MOUNTINFO, encoding="utf-8", errors="surrogateescape") as handle:
             return read_mounts(handle.read())
     except OSError:
         return []

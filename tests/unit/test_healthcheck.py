@@ -225,8 +225,15 @@ def test_the_pid_file_is_sshd_configs(tmp_path: Path, monkeypatch: pytest.Monkey
     """The healthcheck reads sshd's pid file where sshd_config has sshd write it, and the start-up plan
     makes sshd's run directory that folder."""
     pid_files = [line.split()[1] for line in SSHD_CONFIG.read_text().splitlines() if line.startswith("PidFile ")]
-    assert pid_files == [str(load(tmp_path, monkeypatch).sshd_pid_file())]
+    assert pid_files == [str(load(tmp_path, monkeypatch).sshd_path("PidFile"))]
     assert str(Path(pid_files[0]).parent) == plan.SSHD_DIR
+
+
+def test_the_files_40_ssh_writes_are_sshd_configs() -> None:
+    """The keys and the environment's SetEnv line go where sshd_config has sshd read them, in its run directory."""
+    named = dict(line.split(None, 1) for line in SSHD_CONFIG.read_text().splitlines() if line and line[0] != "#")
+    assert (named["AuthorizedKeysFile"], named["Include"]) == (plan.SSHD_KEYS_FILE, plan.SSHD_ENV_FILE)
+    assert {str(Path(plan.SSHD_KEYS_FILE).parent), str(Path(plan.SSHD_ENV_FILE).parent)} == {plan.SSHD_DIR}
 
 
 def test_command_mode_has_nothing_to_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -495,7 +495,9 @@ def test_the_default_plan() -> None:
         "cfg_server_args": [], "cfg_command": [], "cfg_listen_ip": "0.0.0.0", "cfg_sshd_family": "inet",  # noqa: S104 - the value, not a bind
         "cfg_jupyter": "1", "cfg_ssh": "1", "cfg_no_auth": "0", "cfg_self_check": "warn", "SSH_PORT": "22",
         "cfg_host_key_dir": "/etc/ssh/host-keys",
-        "cfg_sshd_dir": "/run/tf29-env-sshd", "cfg_jupyter_app": "lab", "cfg_unset_names": [], "cfg_gen_cert": "0",
+        "cfg_sshd_dir": "/run/tf29-env-sshd", "cfg_sshd_keys_file": "/run/tf29-env-sshd/authorized_keys",
+        "cfg_sshd_env_file": "/run/tf29-env-sshd/environment.conf", "cfg_jupyter_app": "lab", "cfg_unset_names": [],
+        "cfg_gen_cert": "0",
         "cfg_unprivileged_ports": "0", "cfg_jupyter_port": "8888", "cfg_base_url": "/", "cfg_token": "f" * 48,
         "cfg_password_hash": "",
         "cfg_allowed_hosts": [], "cfg_token_generated": "1", "cfg_ssh_keys": "", "ssh_starts": "0",

@@ -37,6 +37,29 @@ def test_the_schema_is_a_valid_json_schema() -> None:
     assert SCHEMA["properties"]["schema"]["const"] == "tf29-env/selfcheck/v1"
 
 
+def test_the_schema_says_what_the_layer_table_says() -> None:
+    # The schema is a static file shipped in the image: this test is its tie to LAYERS, the one home.
+    from selfcheck.checks import LAYERS  # noqa: PLC0415
+
+    layer = SCHEMA["$defs"]["layer"]["properties"]
+    numbers = [info.layer for info in LAYERS]
+    assert (layer["layer"]["minimum"], layer["layer"]["maximum"]) == (min(numbers), max(numbers))
+    assert layer["name"]["enum"] == [info.name for info in LAYERS]
+    layers = SCHEMA["properties"]["layers"]
+    assert layers["minItems"] == layers["maxItems"] == len(LAYERS)  # every layer is reported, run or not
+
+
+def test_layer_texts_from_the_table_read_as_before() -> None:
+    from selfcheck import cli  # noqa: PLC0415
+    from selfcheck.checks import l3_tensorflow, l5_performance  # noqa: PLC0415
+
+    assert (cli.ALL_LAYERS, cli.NO_TF_LAYERS, cli.LAYER_RANGE) == ("1,2,3,4,5,6", "1,2,6", "1-6")
+    assert l3_tensorflow.SEE_DRIVER_AND_LIBS == "see layers 1 and 2"
+    assert l5_performance.SEE_DRIVER_AND_TF == "see layers 1 and 3"
+    help_text = " ".join(selfcheck("--help").stdout.split())
+    assert "comma-separated layers to run (1,2,6 need no TensorFlow)" in help_text
+
+
 def test_warn_mode_reports_and_exits_0(tmp_path: Path) -> None:
     done = selfcheck("--layers", FREE_LAYERS, "--output", str(tmp_path / "r.json"))
     assert done.returncode == 0, done.stderr

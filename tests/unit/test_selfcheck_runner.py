@@ -78,6 +78,11 @@ def test_groups_keep_tensorflow_layers_together() -> None:
     assert grouped == [[1, 2], [3, 4, 5], [6]]
 
 
+def test_the_ptx_jit_fix_goes_to_the_layers_that_need_tensorflow() -> None:
+    jit = [info.layer for info in LAYERS if "JIT" in runner.timeout_fix(info)]
+    assert jit == [info.layer for info in LAYERS if info.needs_tf] == [3, 4, 5]
+
+
 def test_no_child_is_left_behind() -> None:
     before = set(os.listdir("/proc"))
     list(runner.run_all(infos(1, 2), time_limit=20, command=fake))

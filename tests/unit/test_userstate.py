@@ -10,6 +10,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from packaging.utils import canonicalize_name
+from probes import inventory
 from startup import userstate
 from startup.userstate import DIR, FILE, PRIVATE_DIR, STORE, Mount
 from usersite import tf29env_usersite as usersite
@@ -353,3 +355,11 @@ def test_a_wheel_the_tests_build_is_a_wheel(tmp_path: Path) -> None:
         names = archive.namelist()
         metadata = archive.read("tf29probe-1.0.dist-info/METADATA").decode()
     assert "tf29probe-1.0.dist-info/RECORD" in names and "Requires-Dist: numpy>=1.20" in metadata
+
+
+@pytest.mark.parametrize("name", ["TensorFlow-IO-GCS-FileSystem", "zope.interface", "a__b.-c", "Keras",
+                                  "nvidia_cudnn_cu11"])
+def test_the_images_three_name_normalisers_agree_with_packaging(name: str) -> None:
+    """The inventory probe, the start-up and the venv's site hook run apart in the image, without packaging: each
+    spells PEP 503's rule, and all three must say what the host's packaging says."""
+    assert inventory.canonical(name) == userstate.canonical(name) == usersite.canonical(name) == canonicalize_name(name)

@@ -8,14 +8,16 @@ from typing import Any
 
 from tf29env.facts import ImageFacts
 
-TITLE = "org.opencontainers.image.title"
-DESCRIPTION = "org.opencontainers.image.description"
-VERSION = "org.opencontainers.image.version"
-REVISION = "org.opencontainers.image.revision"
-CREATED = "org.opencontainers.image.created"
-SOURCE = "org.opencontainers.image.source"
-BASE = "org.opencontainers.image.base.name"
-BASE_DIGEST = "org.opencontainers.image.base.digest"
+# The OCI annotations' namespace: the SBOM's root component records the labels under it.
+OCI_PREFIX = "org.opencontainers.image."
+TITLE = OCI_PREFIX + "title"
+DESCRIPTION = OCI_PREFIX + "description"
+VERSION = OCI_PREFIX + "version"
+REVISION = OCI_PREFIX + "revision"
+CREATED = OCI_PREFIX + "created"
+SOURCE = OCI_PREFIX + "source"
+BASE = OCI_PREFIX + "base.name"
+BASE_DIGEST = OCI_PREFIX + "base.digest"
 VARIANT = "io.tf29-env.variant"  # a key of tf29env.build.variants.VARIANTS
 TF_VERSION = "io.tf29-env.tensorflow.version"
 TF_CUDA = "io.tf29-env.tensorflow.cuda"

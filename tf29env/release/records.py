@@ -1,5 +1,5 @@
 """The build output directory CI uploads: OUT/VARIANT/{build.json,tags.txt,manifest.*,sbom.cdx.json,
-licenses.*,audit.json,push.json}, and OUT/latest.json, the most recent build, which `test`, `push`,
+licenses.*,audit.json,push.json,export/}, and OUT/latest.json, the most recent build, which `test`, `push`,
 `size` and `audit` use by default."""
 
 import json

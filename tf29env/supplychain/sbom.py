@@ -28,6 +28,7 @@ from packageurl import PackageURL
 from packaging.utils import canonicalize_name
 
 from tf29env.errors import EXIT_BUILD, UserError
+from tf29env.release.labels import OCI_PREFIX
 
 SCHEMA = SchemaVersion.V1_6
 NVIDIA = OrganizationalEntity(name="NVIDIA Corporation")
@@ -139,7 +140,7 @@ def root_component(name: str, version: str, refs: Iterable[str], image_labels: d
     """The image: its computed tags and its OCI labels (revision, created, source, base, base digest)."""
     properties = [Property(name=PROP_TAG, value=ref) for ref in sorted(set(refs))]
     properties += [Property(name=key, value=value) for key, value in sorted(image_labels.items())
-                   if key.startswith("org.opencontainers.image.") and value]
+                   if key.startswith(OCI_PREFIX) and value]
     return Component(type=ComponentType.CONTAINER, name=name, version=version, bom_ref="image",
                      properties=properties)
 

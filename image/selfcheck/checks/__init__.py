@@ -27,6 +27,7 @@ LAYERS: list[LayerInfo] = [
     LayerInfo(6, "environment", "Container environment", False, 5.0, "l6_environment"),
 ]
 BY_NUMBER: dict[int, LayerInfo] = {info.layer: info for info in LAYERS}
+BY_NAME: dict[str, LayerInfo] = {info.name: info for info in LAYERS}
 
 
 def module(layer: int) -> ModuleType:

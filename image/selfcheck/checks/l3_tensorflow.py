@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from selfcheck.checks import tfsupport
+from selfcheck.checks import BY_NAME, tfsupport
 from selfcheck.checks.common import NO_DRIVER_FIX, cpu_only, device_nodes, variant
 from selfcheck.model import FAIL, PASS, SKIP, WARN, Check
+
+# Numbers from the layer table, looked up at import so a renamed layer fails every test, not one rare path.
+SEE_DRIVER_AND_LIBS = f"see layers {BY_NAME['driver'].layer} and {BY_NAME['cuda_libs'].layer}"
 
 
 def run() -> list[Check]:
@@ -22,7 +25,7 @@ def run() -> list[Check]:
     gpus = tfsupport.gpus()
     if not gpus:
         fix = NO_DRIVER_FIX if not device_nodes() else (
-            "see layers 1 and 2: a library TensorFlow needs did not load, or the GPU is older than compute "
+            f"{SEE_DRIVER_AND_LIBS}: a library TensorFlow needs did not load, or the GPU is older than compute "
             "capability 3.5 (the log of `python -c 'import tensorflow as tf; tf.config.list_physical_devices()'` "
             "names it)")
         checks.append(Check("tf.gpus", FAIL, "TensorFlow sees no GPU", fix, {"count": 0}))

@@ -9,13 +9,15 @@ import time
 from typing import Any
 
 from selfcheck import decide
-from selfcheck.checks import tfsupport
+from selfcheck.checks import BY_NAME, tfsupport
 from selfcheck.checks.common import cpu_only
 from selfcheck.model import SKIP, Check
 
 N = 4096  # 137 GFLOP per product: ~10 ms on a V100 in FP32, well above launch overheads
 SAMPLES = 5
 SAMPLE_SECONDS = 0.15
+# Numbers from the layer table, looked up at import so a renamed layer fails every test, not one rare path.
+SEE_DRIVER_AND_TF = f"see layers {BY_NAME['driver'].layer} and {BY_NAME['tensorflow'].layer}"
 
 
 def run() -> list[Check]:
@@ -26,7 +28,7 @@ def run() -> list[Check]:
     gpus = tfsupport.gpus()
     if not gpus:
         return [Check("perf.matmul", SKIP, "no GPU visible to TensorFlow: the FP32/FP16 benchmark needs one "
-                      "(see layers 1 and 3)")]
+                      f"({SEE_DRIVER_AND_TF})")]
     archs = list(tf.sysconfig.get_build_info().get("cuda_compute_capabilities") or [])
     checks: list[Check] = []
     measured = set()
