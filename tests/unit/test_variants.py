@@ -1,9 +1,13 @@
-"""The Dockerfile spells the variants too, for a plain `docker build` without build.py: its spelling
-is checked against tf29env/build/variants.py, the one home of the names and bases."""
+"""The Dockerfile spells the variants too, for a plain `docker build` without build.py, and so do the
+Makefile and the image's self-check, which cannot import the host package: their spelling is
+checked against tf29env/build/variants.py, the one home of the names and bases."""
 
 import re
+from pathlib import Path
 
-from tf29env.build.variants import DEFAULT_VARIANT, VARIANTS
+from selfcheck.checks.common import variant
+
+from tf29env.build.variants import CPU, DEFAULT_VARIANT, GPU, VARIANTS
 from tf29env.paths import REPO
 
 DOCKERFILE = (REPO / "Dockerfile").read_text()
@@ -22,3 +26,17 @@ def test_the_dockerfiles_defaults_are_the_default_variants() -> None:
     assert variant and variant.group(1) == DEFAULT_VARIANT
     base = re.search(r"^ARG BASE_IMAGE=(\S+)$", DOCKERFILE, re.MULTILINE)
     assert base and base.group(1) == VARIANTS[DEFAULT_VARIANT].default_base
+
+
+def test_the_makefiles_default_is_the_default_variant() -> None:
+    default = re.search(r"^VARIANT \?= (\S+)$", (REPO / "Makefile").read_text(), re.MULTILINE)
+    assert default and default.group(1) == DEFAULT_VARIANT
+
+
+def test_the_self_check_names_a_variant_as_variants_py_does(tmp_path: Path) -> None:
+    """Inside the image the self-check reads the variant from the lock file the Dockerfile writes."""
+    lock = tmp_path / "requirements.lock"
+    lock.write_text("numpy==1.23.5\ntensorflow-cpu==2.9.3\n")
+    assert variant(str(lock)) == CPU
+    lock.write_text("numpy==1.23.5\ntensorflow==2.9.3\n")
+    assert variant(str(lock)) == GPU
