@@ -893,7 +893,8 @@ class Planner:
     # home folder uid EUID cannot write, whose NB_HOME moves to a scratch one. cfg_scratch_home: HOME
     # instead of NB_HOME on a read-only file system (make_scratch_home), or the moved NB_HOME.
     # user_home: the dev user's HOME, NB_HOME or cfg_scratch_home. user_old_home: root's dev user's
-    # home before a rename; home_source: the folder whose files make_home copies (the root triplet) or moves.
+    # home before a rename. The source is the folder whose files make_home copies (the root triplet's
+    # image home) or moves (a rename's old home); without either, none.
     def plan_home(self) -> None:
         user = self.get("NB_USER")
         uid = self.euid if not self.on("is_root") else int(self.get("NB_UID"))
@@ -921,8 +922,8 @@ class Planner:
     # What fit_user and check_mounts (20, 25) ask of the mount table. home_mounts: the mount points at
     # or under home_folder, once each; home_mount_checks: those whose mount on top is read-write and
     # that 25-mounts checks, each followed by 1 where it holds nothing but mount points (Docker makes
-    # those), else 0; old_home_mounts: those under home_source; home_is_mount: NB_HOME is one;
-    # home_copy: the entries of home_source that make_home copies (none into a mount, none that are
+    # those), else 0; old_home_mounts: those under SOURCE; home_is_mount: NB_HOME is one;
+    # home_copy: the entries of SOURCE that make_home copies (none into a mount, none that are
     # there already, none that hold a mount, which stays); home_prune: find's arguments that skip the
     # mounts under NB_HOME, whose files keep their owners when NB_UID changes.
     def plan_home_mounts(self, home: str, folder: str, source: str) -> None:
