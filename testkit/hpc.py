@@ -91,6 +91,19 @@ def sif_volume(client: DockerClient, node: str, image: str, make_archive: Callab
         return _sif_volume(client, node, image, make_archive, log)
 
 
+def prune_sif_volumes(client: DockerClient, log: Log) -> None:
+    """Removes the SIF volumes of images no tag names any more: 2.5 GB each, one per image built, they
+    filled a developer's disk in a day. A volume in use (a run side by side) stays."""
+    tagged = {image.id.split(":")[-1][:16] for image in client.images.list() if image.tags}
+    for volume in client.volumes.list(filters={"name": SIF_VOLUME_PREFIX}):
+        if volume.name.startswith(SIF_VOLUME_PREFIX) and volume.name[len(SIF_VOLUME_PREFIX):] not in tagged:
+            try:
+                volume.remove()
+                log(f"removed {volume.name}: no tagged image has that id any more")
+            except docker.errors.APIError:
+                pass  # in use
+
+
 def content_tag() -> str:
     """The node image's tag: a hash of its folder's files and of how the OS is bootstrapped."""
     digest = hashlib.sha256(f"{SUITE} {MIRROR}\n".encode())
@@ -173,6 +186,7 @@ def _sif_volume(client: DockerClient, node: str, image: str, make_archive: Calla
         return name
     except (docker.errors.NotFound, docker.errors.ContainerError):
         pass
+    prune_sif_volumes(client, log)
     archive = make_archive()
     client.volumes.create(name)
     log(f"building {SIF_NAME} from {archive.name} with Apptainer (volume {name})")
