@@ -32,6 +32,8 @@ START_HOOKS = REPO / "compose" / "start.d"
 LIMITS = limits.load()
 # Containers that hold their GPUs: all but the exited, dead and never started ones.
 HOLDING_STATES = ["running", "paused", "restarting"]
+# How long a stop waits for Docker to finish removing the container (see remove_object).
+REMOVAL_SECONDS = 30
 
 
 class TeamSpawner(DockerSpawner):  # type: ignore[misc]
@@ -117,6 +119,19 @@ class TeamSpawner(DockerSpawner):  # type: ignore[misc]
         env: dict[str, str] = super().get_env()
         env.update(getattr(self, "team_env", {}))
         return env
+
+    async def remove_object(self) -> None:
+        """DockerSpawner makes the container with auto_remove (its remove=True), so Docker may still be
+        removing it when this returns; a start then fails on the name ("already in use") with a bare
+        500, as a Stop then Start at once did. So this waits until the container is gone."""
+        await super().remove_object()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + REMOVAL_SECONDS
+        while await self.get_object() is not None:
+            if loop.time() > deadline:
+                self.log.warning("%s is still being removed after %d s", self.object_name, REMOVAL_SECONDS)
+                return
+            await asyncio.sleep(0.1)
 
     async def start(self) -> Any:
         profile = self._profile()

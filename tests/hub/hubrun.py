@@ -164,7 +164,9 @@ class HubRun:
 
     def start(self, user: User, **options: str) -> None:
         response = self.api(user, "POST", f"/users/{user.name}/server", json=options)
-        assert response.status_code in (201, 202), f"{response.status_code} {response.text}"
+        # The API's 500 says only "error": the hub's log says why.
+        assert response.status_code in (201, 202), \
+            f"{response.status_code} {response.text}; the hub's log ends:\n{self.hub_log()[-3000:]}"
 
     def wait_ready(self, user: User) -> dict[str, Any]:
         def ready() -> dict[str, Any] | None:
@@ -178,7 +180,7 @@ class HubRun:
     def stop(self, user: User) -> None:
         response = self.api(user, "DELETE", f"/users/{user.name}/server")
         assert response.status_code in (202, 204), f"{response.status_code} {response.text}"
-        wait_until(lambda: self.server_model(user) is None, timeout=60, interval=1,
+        wait_until(lambda: self.server_model(user) is None, timeout=60, interval=0.1,
                    what=f"{user.name}'s server stopped")
 
     # --- the containers

@@ -6,6 +6,7 @@ and the hub's state kept across its own restart."""
 import html
 from dataclasses import dataclass
 
+import docker
 import paramiko
 import pytest
 import requests
@@ -142,6 +143,9 @@ def test_work_survives_stop_and_start(team: Team, keypair: KeyPair) -> None:
                          json={"type": "file", "format": "text", "content": "still here"})
     assert saved.status_code in (200, 201), saved.text
     hub.stop(ann)
+    # Gone once the hub says it stopped, so that a start at once does not collide with its name.
+    with pytest.raises(docker.errors.NotFound):
+        hub.container("ann")
     form = html.unescape(ann.session.get(f"{hub.url}/hub/spawn", timeout=30).text)
     assert f"Your server's SSH port is {port_before}" in form and "Your SSH key is on file" in form
     hub.start(ann)  # no options: the CPU profile and the key on file
