@@ -38,7 +38,7 @@ check_host_key_dir() {
   local dir=${cfg_host_key_dir} error key
   error=$(mkdir -p -- "${dir}" 2>&1) || die "SSH_HOST_KEY_DIR=${dir}: no folder for host keys can be made there (${error//$'\n'/ })"
   [[ ! -w ${dir} ]] || return 0
-  for key in "${dir}"/ssh_host_*_key; do
+  for key in "${cfg_host_keys[@]}"; do
     [[ -s ${key} ]] && return 0 # keys kept on a read-only mount: nothing to write
   done
   die "SSH_HOST_KEY_DIR=${dir}: holds no host keys and none can be written there (read-only?)"

@@ -259,8 +259,7 @@ class Planner:
         self.system = system
         self.plan: Dict[str, Value] = {"is_root": "1" if euid == 0 else "0", "cfg_report_port": "0",
                                        "cfg_port_retries": "0", "cfg_user_site": "0",
-                                       "cfg_server_notes": [], "cfg_tunnel": [], "cfg_sshd_args": [],
-                                       "cfg_host_keys": []}
+                                       "cfg_server_notes": [], "cfg_tunnel": [], "cfg_sshd_args": []}
         self.exports: Dict[str, str] = {}
         self.messages: List[str] = []  # what the start says once the plan holds, in order
         self.euid = euid
@@ -478,8 +477,10 @@ class Planner:
         host_key_dir = self.get("SSH_HOST_KEY_DIR") or "/etc/ssh/host-keys"
         if not host_key_dir.startswith("/"):
             raise Refused(f"SSH_HOST_KEY_DIR='{host_key_dir}' must be an absolute path")
+        # The host keys 40-ssh finds or makes, named by their type (15-privileges looks for them first).
         self.plan.update(cfg_host_key_dir=host_key_dir, cfg_sshd_dir=SSHD_DIR, cfg_sshd_keys_file=SSHD_KEYS_FILE,
-                         cfg_sshd_env_file=SSHD_ENV_FILE)
+                         cfg_sshd_env_file=SSHD_ENV_FILE,
+                         cfg_host_keys=[f"{host_key_dir}/ssh_host_{kind}_key" for kind in HOST_KEY_TYPES])
         self.load_server_options()
         self.check_server_args()
         self.load_service_config()
@@ -990,11 +991,9 @@ class Planner:
                 folder = value
         self.plan.update(cfg_server_command=command, cfg_server_folder=folder, cfg_server_notes=self.server_notes())
 
-    # sshd's options, with the host keys 40-ssh finds or makes (cfg_host_keys, named by their type);
-    # the login is the fitted NB_USER's.
+    # sshd's options, with the host keys (cfg_host_keys); the login is the fitted NB_USER's.
     def plan_sshd(self) -> None:
-        keys = [f"{self.plan['cfg_host_key_dir']}/ssh_host_{kind}_key" for kind in HOST_KEY_TYPES]
-        self.plan["cfg_host_keys"] = keys
+        keys = self.plan["cfg_host_keys"]
         self.plan["cfg_sshd_args"] = ["-D", "-e", "-f", str(SSHD_CONFIG), "-p", str(self.plan["SSH_PORT"]),
                                       "-o", f"AllowUsers={self.get('NB_USER')}",
                                       "-o", f"AddressFamily={self.plan['cfg_sshd_family']}",

@@ -487,7 +487,7 @@ def test_the_default_plan() -> None:
     assert variables == {
         "is_root": "1", "cfg_report_port": "0", "cfg_port_retries": "0", "cfg_user_site": "0",
         "cfg_server_notes": [TOKEN_LINE + "http://127.0.0.1:8888/lab?token=" + "f" * 48], "cfg_tunnel": [],
-        "cfg_sshd_args": [], "cfg_host_keys": [], "apptainer_mode": "0", "run_dir_per_run": "0",
+        "cfg_sshd_args": [], "apptainer_mode": "0", "run_dir_per_run": "0",
         "IMAGE_RUN_DIR": "/run/tf29-env",
         "RUN_DIR": "/run/tf29-env", "SERVICES_FILE": "/run/tf29-env/services", "IMAGE_USER": "jovyan",
         "cfg_cert_file": "/run/tf29-env/jupyter/tf29-env-cert.pem",
@@ -495,6 +495,7 @@ def test_the_default_plan() -> None:
         "cfg_server_args": [], "cfg_command": [], "cfg_listen_ip": "0.0.0.0", "cfg_sshd_family": "inet",  # noqa: S104 - the value, not a bind
         "cfg_jupyter": "1", "cfg_ssh": "1", "cfg_no_auth": "0", "cfg_self_check": "warn", "SSH_PORT": "22",
         "cfg_host_key_dir": "/etc/ssh/host-keys",
+        "cfg_host_keys": ["/etc/ssh/host-keys/ssh_host_ed25519_key", "/etc/ssh/host-keys/ssh_host_rsa_key"],
         "cfg_sshd_dir": "/run/tf29-env-sshd", "cfg_sshd_keys_file": "/run/tf29-env-sshd/authorized_keys",
         "cfg_sshd_env_file": "/run/tf29-env-sshd/environment.conf", "cfg_jupyter_app": "lab", "cfg_unset_names": [],
         "cfg_gen_cert": "0",
