@@ -255,6 +255,7 @@ COPY image/ /opt/tf29-env/
 RUN ln -s /opt/tf29-env/entrypoint.sh /usr/local/bin/entrypoint.sh \
  && ln -s /opt/tf29-env/bin/selfcheck /usr/local/bin/selfcheck \
  && ln -s /opt/tf29-env/bin/healthcheck /usr/local/bin/healthcheck \
+ && ln -s /opt/tf29-env/bin/job /usr/local/bin/job \
  && ln -s /opt/tf29-env/bin/user-packages /usr/local/bin/user-packages \
  && site="$("${VIRTUAL_ENV}/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
  && ln -s /opt/tf29-env/usersite/tf29env_usersite.py "${site}/tf29env_usersite.py" \

@@ -21,6 +21,9 @@ SSH_PUBLIC_KEY ?= $(firstword $(wildcard $(HOME)/.ssh/id_ed25519.pub $(HOME)/.ss
 # GPUS=all, GPUS=none, or the devices to give, e.g. GPUS=0,1 or GPU/MIG UUIDs (compose/gpus.py).
 GPUS ?=
 export GPUS
+# `make run`/`make stop`: the seconds a stop gives running jobs and busy kernels to checkpoint
+# (docs/jobs.md); unset: the team's, docker-compose.yml's STOP_GRACE_SECONDS (30).
+STOP_GRACE_SECONDS ?=
 
 .PHONY: help venv base build run stop test lint bench clean screenshots
 
@@ -42,9 +45,11 @@ build: $(VENV)/.done ## build the image (BASE=standin|IMAGE, VARIANT=gpu|cpu)
 
 # The GPU arguments come first: a bad GPUS is one line, and the running container stays. /dev/shm, the
 # stack ulimit and the log rotation are the team's (docker-compose.yml's x-member, compose/limits.py).
+# The old container is stopped as `make stop` does: its jobs are interrupted and checkpoint first.
 run: build ## build, then start the environment as container tf29-env (Jupyter on 8888, SSH on 2222; GPUS=0,1 picks GPUs)
-	gpu_args=$$(python3 compose/gpus.py docker-args) && limit_args=$$($(PY) compose/limits.py docker-args) && \
-	{ docker rm -f tf29-env >/dev/null 2>&1 || true; } && \
+	gpu_args=$$(python3 compose/gpus.py docker-args) && \
+	limit_args=$$($(PY) compose/limits.py docker-args $(if $(STOP_GRACE_SECONDS),--stop-grace '$(STOP_GRACE_SECONDS)')) && \
+	{ docker stop tf29-env >/dev/null 2>&1 || true; } && { docker rm -f tf29-env >/dev/null 2>&1 || true; } && \
 	docker run -d --name tf29-env --restart unless-stopped $$gpu_args $$limit_args \
 	  -p $(HOST_ADDRESS):$(JUPYTER_HOST_PORT):8888 -p $(HOST_ADDRESS):$(SSH_HOST_PORT):22 \
 	  $(if $(SSH_PUBLIC_KEY),-e SSH_AUTHORIZED_KEYS="$$(cat $(SSH_PUBLIC_KEY))") \
@@ -57,8 +62,9 @@ run: build ## build, then start the environment as container tf29-env (Jupyter o
 	@docker logs tf29-env 2>&1 | grep -E 'tf29-env: (JupyterLab token|SSH|WARNING)' || true
 	@echo "JupyterLab: use the URL above with port $(JUPYTER_HOST_PORT); SSH: ssh -p $(SSH_HOST_PORT) jovyan@HOST"
 
-stop: ## stop and remove the tf29-env container (volumes stay)
-	docker rm -f tf29-env
+# docker stop waits the container's own stop timeout (make run set it: STOP_GRACE_SECONDS + 5).
+stop: ## stop the tf29-env container gracefully (jobs checkpoint first: docs/jobs.md), then remove it (volumes stay)
+	docker stop tf29-env && docker rm tf29-env
 
 test: $(VENV)/.done ## run the whole test suite (builds the image on the stand-in base first)
 	$(PY) build.py test
@@ -69,8 +75,8 @@ lint: $(VENV)/.done ## ruff, mypy (host and image/), shellcheck, hadolint (the l
 bench: $(VENV)/.done ## measure size, build, start-up and self-check times; BENCH_ARGS=--side-by-side adds TF's own recipe (bench/README.md)
 	$(PY) -m bench $(BENCH_ARGS)
 
-clean: ## remove the tf29-env container, build output and caches (images and volumes stay)
-	docker rm -f tf29-env >/dev/null 2>&1 || true
+clean: ## stop and remove the tf29-env container, build output and caches (images and volumes stay)
+	{ docker stop tf29-env >/dev/null 2>&1 || true; } && { docker rm -f tf29-env >/dev/null 2>&1 || true; }
 	rm -rf build-output .pytest_cache .mypy_cache .ruff_cache
 
 screenshots: build hub-venv hub-proxy ## build the image, then take the docs' pictures from a real run (docs/img/*.png, scripts/screenshots.py)

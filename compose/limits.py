@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""The limits every environment gets: the size of /dev/shm, the stack ulimit and the rotation of
-its log. Their one home is docker-compose.yml's x-member block, which compose reads as it is
-(plain `docker compose up` included); the team hub's spawner and `make run` read them here.
+"""The limits every environment gets: the size of /dev/shm, the stack ulimit, the rotation of its
+log, the grace a stop gives its runs and how long a kernel may stay idle. Their one home is
+docker-compose.yml's x-member and x-member-env blocks, which compose reads as they are (plain
+`docker compose up` included); the team hub's spawner and `make run` read them here.
 
-`python3 compose/limits.py docker-args` prints them as `docker run` arguments, one a line.
+`python3 compose/limits.py docker-args [--stop-grace SECONDS]` prints them as `docker run`
+arguments, one a line (the idle kernels' timeout is the team's: `make run` keeps them).
 Unlike its neighbours this script needs PyYAML: the host tools' venv (.venv, which `make run`
 uses) and the hub's (hub/.venv) have it.
 """
@@ -21,6 +23,10 @@ import yaml
 
 COMPOSE_FILE = Path(__file__).resolve().parent.parent / "docker-compose.yml"
 BLOCK = "x-member"
+ENV_BLOCK = "x-member-env"
+# What the engine waits beyond the entrypoint's grace before it kills: the services' own stop.
+STOP_MARGIN = 5
+STOP_GRACE_MAX = 3600  # the image's own limit (image/jobs/store.py), checked here before a container goes
 # ${NAME:-default}: the default is what a run without that setting gets.
 _DEFAULT_RE = re.compile(r"^\$\{[A-Z0-9_]+:-([^}]+)\}$")
 
@@ -31,32 +37,73 @@ class Limits:
     stack_bytes: int  # soft and hard
     log_driver: str
     log_options: dict[str, str]
+    stop_grace: int  # seconds: STOP_GRACE_SECONDS
+    stop_period: int  # seconds: compose's stop_grace_period, the engine's wait
+    kernel_idle: int  # seconds: KERNEL_IDLE_TIMEOUT, 0 for never
+
+
+class LimitError(ValueError):
+    """A bad value, said in one line."""
+
+
+def default_of(value: object) -> str:
+    """The default of a ${NAME:-default} value, or the value itself."""
+    text = str(value)
+    found = _DEFAULT_RE.match(text)
+    return found.group(1) if found else text
+
+
+def seconds(text: str) -> int:
+    """A compose duration in whole seconds: 35s, 2m, 1m30s, or a bare number."""
+    found = re.fullmatch(r"(?:(\d+)m)?(?:(\d+)s)?|(\d+)", text)
+    if not text or not found:
+        raise LimitError(f"{text!r} is not a duration in seconds or minutes (35s, 2m)")
+    if found.group(3):
+        return int(found.group(3))
+    return int(found.group(1) or 0) * 60 + int(found.group(2) or 0)
+
+
+def stop_grace(text: str, name: str = "STOP_GRACE_SECONDS") -> int:
+    if not text.isdigit() or not 1 <= int(text) <= STOP_GRACE_MAX:
+        raise LimitError(f"{name}={text!r} must be a number of seconds from 1 to {STOP_GRACE_MAX}")
+    return int(text)
 
 
 def load(path: Path = COMPOSE_FILE) -> Limits:
-    member = yaml.safe_load(path.read_text())[BLOCK]
-    shm = str(member["shm_size"])
-    default = _DEFAULT_RE.match(shm)
+    document = yaml.safe_load(path.read_text())
+    member, env = document[BLOCK], document[ENV_BLOCK]
     logging = member["logging"]
-    return Limits(shm_size=default.group(1) if default else shm, stack_bytes=int(member["ulimits"]["stack"]),
+    return Limits(shm_size=default_of(member["shm_size"]), stack_bytes=int(member["ulimits"]["stack"]),
                   log_driver=str(logging["driver"]),
-                  log_options={str(key): str(value) for key, value in logging["options"].items()})
+                  log_options={str(key): str(value) for key, value in logging["options"].items()},
+                  stop_grace=stop_grace(default_of(env["STOP_GRACE_SECONDS"])),
+                  stop_period=seconds(default_of(member["stop_grace_period"])),
+                  kernel_idle=int(default_of(env["KERNEL_IDLE_TIMEOUT"])))
 
 
-def docker_args(limits: Limits) -> list[str]:
+def docker_args(limits: Limits, grace: int | None = None) -> list[str]:
+    """`docker run` arguments for one environment: the team's limits, and GRACE (the team's by default)
+    both as the entrypoint's STOP_GRACE_SECONDS and, STOP_MARGIN s longer, as the engine's stop timeout."""
+    grace = limits.stop_grace if grace is None else grace
     args = ["--shm-size", limits.shm_size, "--ulimit", f"stack={limits.stack_bytes}", "--log-driver",
             limits.log_driver]
     for key, value in limits.log_options.items():
         args += ["--log-opt", f"{key}={value}"]
-    return args
+    return [*args, "--stop-timeout", str(grace + STOP_MARGIN), "--env", f"STOP_GRACE_SECONDS={grace}"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=("docker-args",), help="docker-args: the limits as `docker run` "
                         "arguments, one a line")
-    parser.parse_args(argv)
-    print("\n".join(docker_args(load())))
+    parser.add_argument("--stop-grace", default="", help="STOP_GRACE_SECONDS for this run (default: the team's)")
+    args = parser.parse_args(argv)
+    try:
+        grace = stop_grace(args.stop_grace) if args.stop_grace else None
+        print("\n".join(docker_args(load(), grace)))
+    except LimitError as error:
+        print(f"tf29-env: {error}", file=sys.stderr)
+        return 2
     return 0
 
 

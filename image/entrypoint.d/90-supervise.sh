@@ -1,9 +1,9 @@
 # shellcheck shell=bash
 # 90-supervise: a service that dies takes the container down non-zero, so a restart policy restarts it.
+# A stop interrupts the runs first (jobs, busy kernels), so their last checkpoint stands (docs/jobs.md).
 
 declare -A children=()
 stopping=0
-readonly STOP_GRACE_SECONDS=8
 
 signal_children() {
   local pid
@@ -17,9 +17,18 @@ running() {
   kill -0 "$1" 2>/dev/null && [[ $(ps -o stat= -p "$1" 2>/dev/null) != Z* ]]
 }
 
+# All but the last 2 s of the grace go to the runs; the services then have what is left.
+interrupt_runs() {
+  local pid server=0
+  for pid in "${!children[@]}"; do [[ ${children[${pid}]} != jupyter ]] || server=${pid}; done
+  "${as_user[@]}" /opt/tf29-env/bin/job _interrupt-all --wait "$(( cfg_stop_grace > 3 ? cfg_stop_grace - 2 : 1 ))" \
+    --server-pid "${server}" || warn "the jobs and kernels could not all be interrupted"
+}
+
 stop_children() {
+  local deadline=$((SECONDS + cfg_stop_grace)) pid
+  interrupt_runs
   signal_children TERM
-  local deadline=$((SECONDS + STOP_GRACE_SECONDS)) pid
   while ((SECONDS < deadline)); do
     for pid in "${!children[@]}"; do
       if running "${pid}"; then sleep 0.1; continue 2; fi
@@ -31,7 +40,7 @@ stop_children() {
 }
 
 supervise() {
-  trap 'stopping=1; signal_children TERM' TERM INT HUP
+  trap 'stopping=1' TERM INT HUP # wait -n returns at once; stop_if_asked does the rest
   local pid name code
   while ((${#children[@]} > 0)); do
     wait -n || true

@@ -21,15 +21,20 @@ The port a server reports is the one it listens on. Jupyter Server 2 test-binds 
 it, writes its runtime file (jpserver-PID.json) and only then listens, without retrying: two servers
 started at once on a node (two users' Slurm jobs under Apptainer) both reported 8888, and the later
 one ran on with no socket. Here the port is listened on when it is chosen, and that socket is served.
+
+A run the server cannot see is activity: a job, a script over SSH, a busy kernel that prints nothing
+(jobs/activity.py), so that the hubs' idle cullers leave its server running.
 """
 
 from __future__ import annotations
 
 import errno
+import importlib.util
 import logging
 import os
 import re
 import stat
+import sys
 import tempfile
 from contextlib import contextmanager, suppress
 from typing import IO, Any, Iterator
@@ -178,3 +183,31 @@ def _serve_the_listening_sockets(self: Any) -> bool:
 
 ServerApp._find_http_port = _listen_on_a_free_port
 ServerApp._bind_http_server_tcp = _serve_the_listening_sockets
+
+
+def _image_package(name: str) -> None:
+    """The image's package NAME (image/NAME, /opt/tf29-env/NAME), imported as NAME without putting its
+    folder on the server's sys.path."""
+    folder = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), name)
+    spec = importlib.util.spec_from_file_location(name, os.path.join(folder, "__init__.py"),
+                                                  submodule_search_locations=[folder])
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{folder}: not a package")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+
+
+_image_package("jobs")
+from jobs import activity  # noqa: E402 - found only once _image_package has loaded the package
+
+_init_webapp = ServerApp.init_webapp
+
+
+def _init_webapp_watching_runs(self: Any) -> None:
+    """A running job or a busy kernel keeps the server active (jobs/activity.py)."""
+    _init_webapp(self)
+    activity.watch(self.web_app.settings)
+
+
+ServerApp.init_webapp = _init_webapp_watching_runs

@@ -26,6 +26,7 @@ from dockerstacks import notebook_args
 # The healthcheck reads sshd's configuration; its folder is a sibling of this one (as start_command.py imports it).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "healthchecks"))
 from healthcheck import SERVICES, SSHD_CONFIG, per_run_path, sshd_path
+from jobs.store import STOP_GRACE_DEFAULT, STOP_GRACE_MAX
 
 from startup import apptainer, environ, users
 from startup.userstate import MOUNTINFO, read_mounts
@@ -48,6 +49,7 @@ SETTING_LIMITS: Tuple[Tuple[str, int], ...] = (
     ("JUPYTER_RUNTIME_DIR", 1024), ("TFENV_RUN_DIR", 1024),
     ("JUPYTERHUB_SERVICE_URL", 2048), ("JUPYTERHUB_SERVICE_PREFIX", 1024),
     ("DOCKER_STACKS_JUPYTER_CMD", 16), ("NOTEBOOK_ARGS", 4096), ("JUPYTER_ENV_VARS_TO_UNSET", 4096), ("GEN_CERT", 16),
+    ("STOP_GRACE_SECONDS", 16), ("KERNEL_IDLE_TIMEOUT", 16),
 )
 # The largest file each *_FILE variable may name, in bytes, checked before it is read: a wrong file
 # (a log, an archive) is refused instead of read into memory and the environment. 2 MiB of keys is
@@ -75,6 +77,10 @@ CAP_BITS = {"CHOWN": 0, "DAC_OVERRIDE": 1, "DAC_READ_SEARCH": 2, "FOWNER": 3, "K
 HOST_KEY_TYPES = ("ed25519", "rsa")
 ROOT_HOME = "/home/root"  # the root triplet's: passwd's /root is not the dev user's kind of home
 SCRATCH = "/tmp"  # noqa: S108 - checked, not written
+# KERNEL_IDLE_TIMEOUT's most: a week. The culler looks at half the timeout, at most every 5 minutes, so an
+# idle kernel goes within 1.5 times it.
+KERNEL_IDLE_MAX = 604800
+CULL_INTERVAL_MAX = 300
 
 # The container's commands that name a mode (docker-stacks' start commands, as dockerstacks/start_command.py
 # links them, and the hub's): a path counts by its name.
@@ -243,6 +249,16 @@ def graph(text: str) -> bool:
 
 def split_list(value: str) -> List[str]:
     return [word for word in LIST_SEPARATORS.split(value) if word]
+
+
+def kernel_culling(timeout: int) -> List[str]:
+    """Jupyter Server's own culler for KERNEL_IDLE_TIMEOUT: idle kernels go, connected or not (an open
+    tab holds GPU memory as much as a forgotten one), busy ones never."""
+    if timeout == 0:
+        return []
+    return [f"--MappingKernelManager.cull_idle_timeout={timeout}",
+            f"--MappingKernelManager.cull_interval={max(1, min(CULL_INTERVAL_MAX, timeout // 2))}",
+            "--MappingKernelManager.cull_connected=True", "--MappingKernelManager.cull_busy=False"]
 
 
 def root_triplet(env: Mapping[str, str]) -> bool:
@@ -481,9 +497,24 @@ class Planner:
         self.plan.update(cfg_host_key_dir=host_key_dir, cfg_sshd_dir=SSHD_DIR, cfg_sshd_keys_file=SSHD_KEYS_FILE,
                          cfg_sshd_env_file=SSHD_ENV_FILE,
                          cfg_host_keys=[f"{host_key_dir}/ssh_host_{kind}_key" for kind in HOST_KEY_TYPES])
+        self.load_run_config()
         self.load_server_options()
         self.check_server_args()
         self.load_service_config()
+
+    # How runs end: the stop's grace (90-supervise, the jobs) and idle kernels' shutdown (the server).
+    def load_run_config(self) -> None:
+        grace = self.get("STOP_GRACE_SECONDS") or str(STOP_GRACE_DEFAULT)
+        if not re.fullmatch("[0-9]{1,5}", grace) or not 1 <= int(grace) <= STOP_GRACE_MAX:
+            raise Refused(f"STOP_GRACE_SECONDS='{grace}' must be a number of seconds from 1 to {STOP_GRACE_MAX}")
+        idle = self.get("KERNEL_IDLE_TIMEOUT") or "0"
+        if not re.fullmatch("[0-9]{1,7}", idle) or int(idle) > KERNEL_IDLE_MAX:
+            raise Refused(f"KERNEL_IDLE_TIMEOUT='{idle}' must be a number of seconds from 0 (never) to "
+                          f"{KERNEL_IDLE_MAX}")
+        self.plan.update(cfg_stop_grace=str(int(grace)), cfg_kernel_idle=str(int(idle)))
+        self.exports["STOP_GRACE_SECONDS"] = str(int(grace))  # `job stop` and the jobs' own supervisors
+        if self.plan["cfg_mode"] == "command":
+            self.exports["JOB_FOREGROUND"] = "1"  # `docker run IMAGE job run ...`: nothing outlives the command
 
     def load_service_config(self) -> None:
         if self.plan["cfg_mode"] == "hub":
@@ -982,6 +1013,7 @@ class Planner:
             own = self.lab_args(home)
         # No network calls from a server that often has none: no update checks, no news feed.
         own += ["--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.news_url=None"]
+        own += kernel_culling(int(str(self.plan["cfg_kernel_idle"])))
         named = {arg.split("=", 1)[0] for arg in extra if arg.startswith("--")}
         command = [arg for arg in own if not (arg.startswith("--") and arg.split("=", 1)[0] in named)] + extra
         folder = self.get("JUPYTERHUB_ROOT_DIR") or home
@@ -1198,7 +1230,7 @@ def render(plan: Mapping[str, Value], exports: Mapping[str, str]) -> str:
 
 
 # The planner's own working values: what the steps need of them is planned from them.
-PLANNER_ONLY = ("mounts", "cfg_server_args", "home_mounts", "cfg_scratch_home")
+PLANNER_ONLY = ("mounts", "cfg_server_args", "home_mounts", "cfg_scratch_home", "cfg_kernel_idle")
 
 
 def for_the_shell(plan: Mapping[str, Value], messages: List[str]) -> Dict[str, Value]:

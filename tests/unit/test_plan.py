@@ -494,6 +494,7 @@ def test_the_default_plan() -> None:
         "cfg_key_file": "/run/tf29-env/jupyter/tf29-env-key.pem", "mounts": [], "cfg_mode": "services",
         "cfg_server_args": [], "cfg_command": [], "cfg_listen_ip": "0.0.0.0", "cfg_sshd_family": "inet",  # noqa: S104 - the value, not a bind
         "cfg_jupyter": "1", "cfg_ssh": "1", "cfg_no_auth": "0", "cfg_self_check": "warn", "SSH_PORT": "22",
+        "cfg_stop_grace": "8", "cfg_kernel_idle": "0",
         "cfg_host_key_dir": "/etc/ssh/host-keys",
         "cfg_host_keys": ["/etc/ssh/host-keys/ssh_host_ed25519_key", "/etc/ssh/host-keys/ssh_host_rsa_key"],
         "cfg_sshd_dir": "/run/tf29-env-sshd", "cfg_sshd_keys_file": "/run/tf29-env-sshd/authorized_keys",
@@ -517,7 +518,8 @@ def test_the_default_plan() -> None:
         "as_user": ["setpriv", "--reuid=1000", "--regid=100", "--init-groups", "env", "HOME=/home/jovyan",
                     "USER=jovyan", "LOGNAME=jovyan"],
         "cfg_server_folder": "/home/jovyan", "cfg_login_name": "jovyan", "cfg_nss_entry": "0"}
-    assert exports == {"JUPYTER_RUNTIME_DIR": "/run/tf29-env/jupyter", "TENSORBOARD_PROXY_URL": "/proxy/%PORT%/"}
+    assert exports == {"JUPYTER_RUNTIME_DIR": "/run/tf29-env/jupyter", "TENSORBOARD_PROXY_URL": "/proxy/%PORT%/",
+                       "STOP_GRACE_SECONDS": "8"}
     assert messages == [SSH_OFF_NO_KEYS]
 
 
@@ -581,7 +583,7 @@ def test_the_hub_plan() -> None:
     assert (variables["cfg_jupyter_port"], variables["cfg_base_url"]) == ("443", "/user/ann/")
     assert variables["cfg_token"] == ""
     assert exports == {"JUPYTER_RUNTIME_DIR": "/run/tf29-env/jupyter",
-                       "TENSORBOARD_PROXY_URL": "/user/ann/proxy/%PORT%/"}
+                       "TENSORBOARD_PROXY_URL": "/user/ann/proxy/%PORT%/", "STOP_GRACE_SECONDS": "8"}
     assert planned({**HUB, "JUPYTERHUB_SERVICE_URL": "http://x/"})[0]["cfg_jupyter_port"] == "80"
 
 

@@ -1,5 +1,5 @@
 """Layer 6, the container environment: was the NVIDIA runtime applied, /dev/shm size, the
-memlock and stack ulimits, TF_FORCE_GPU_ALLOW_GROWTH, the CUDA JIT cache, and the user's own
+memlock and stack ulimits, TF_FORCE_GPU_ALLOW_GROWTH, the CUDA JIT cache, idle kernels' shutdown, and the user's own
 packages against the image's pins. Standard library only (the last imports the venv's
 `packaging`, through startup/userstate.py, only when there are user packages)."""
 
@@ -25,7 +25,8 @@ def run() -> list[Check]:
     gpu = bool(device_nodes())
     return [runtime_applied(), shm(), decide.memlock_verdict(resource.getrlimit(resource.RLIMIT_MEMLOCK)[0], gpu),
             decide.stack_verdict(resource.getrlimit(resource.RLIMIT_STACK)[0]),
-            decide.allow_growth_verdict(os.environ.get("TF_FORCE_GPU_ALLOW_GROWTH")), cuda_cache(), user_packages()]
+            decide.allow_growth_verdict(os.environ.get("TF_FORCE_GPU_ALLOW_GROWTH")), cuda_cache(), kernel_idle(),
+            user_packages()]
 
 
 def runtime_applied() -> Check:
@@ -78,6 +79,17 @@ def cuda_cache() -> Check:
         return Check("env.cuda_cache", WARN, f"CUDA_CACHE_MAXSIZE is {size // (1024 * 1024)} MiB: too small to keep "
                      "TensorFlow's JIT-compiled kernels on Ampere/Hopper", fix, data)
     return Check("env.cuda_cache", PASS, f"CUDA JIT cache {path}, up to {size // (1024 * 1024)} MiB", None, data)
+
+
+def kernel_idle() -> Check:
+    """KERNEL_IDLE_TIMEOUT, as the entrypoint passed it to the server (checked there: 0 to a week)."""
+    value = os.environ.get("KERNEL_IDLE_TIMEOUT") or "0"
+    data = {"KERNEL_IDLE_TIMEOUT": value}
+    if not value.isdigit() or int(value) == 0:
+        return Check("env.kernel_idle", PASS, "idle kernels are kept until shut down (KERNEL_IDLE_TIMEOUT is off): "
+                     "each keeps its GPU memory while it lives", None, data)
+    return Check("env.kernel_idle", PASS, f"kernels idle for {value} s are shut down (KERNEL_IDLE_TIMEOUT), "
+                 "busy ones never: their GPU memory goes back", None, data)
 
 
 # Where the image's own modules are (bin/selfcheck puts it on PYTHONPATH): never a shadow of a pin.
