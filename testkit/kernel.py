@@ -29,6 +29,10 @@ class LabKernel:
     def execute(self, code: str, timeout: float = 180) -> tuple[str, str]:
         """Run CODE as a cell; (its status, 'ok' or 'error', and everything it showed: streams,
         results, and the error's name, value and traceback)."""
+        return self.wait(self.send(code), timeout)
+
+    def send(self, code: str) -> str:
+        """Start CODE as a cell and return at once, as a person who runs a cell and walks away: its message id."""
         msg_id = uuid.uuid4().hex
         self.socket.send(json.dumps({
             "header": {"msg_id": msg_id, "msg_type": "execute_request", "session": self.session,
@@ -37,6 +41,10 @@ class LabKernel:
             "content": {"code": code, "silent": False, "store_history": True, "user_expressions": {},
                         "allow_stdin": False, "stop_on_error": True},
         }))
+        return msg_id
+
+    def wait(self, msg_id: str, timeout: float = 180) -> tuple[str, str]:
+        """What execute returns, for the cell send started."""
         shown: list[str] = []
         status = ""
         idle = False

@@ -1,6 +1,7 @@
-"""What a job ran on, for job.json: the image (its SBOM's name, version and serial), TensorFlow's
-version and build, the GPUs the container was given and the driver. Read without importing
-TensorFlow (seconds and memory a supervisor should not spend)."""
+"""What a job ran on, for job.json: the image as its SBOM names it (version, revision, build time,
+base digest, serial: an image cannot know its own digest), TensorFlow's version and build, the GPUs
+the container was given and the driver. Read without importing TensorFlow (seconds and memory a
+supervisor should not spend)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import sys
 from typing import Any
 
 SBOM = "/usr/share/doc/tf29-env/sbom.cdx.json"
+OCI = "org.opencontainers.image."
+IMAGE_PROPERTIES = ("version", "revision", "created", "base.name", "base.digest")
 NVIDIA_SMI_TIMEOUT = 10
 
 
@@ -22,8 +25,10 @@ def image() -> dict[str, str]:
     except (OSError, ValueError):
         return {}
     component = document.get("metadata", {}).get("component", {})
-    return {"name": str(component.get("name", "")), "version": str(component.get("version", "")),
-            "sbom_serial": str(document.get("serialNumber", ""))}
+    properties = {str(p.get("name", "")): str(p.get("value", "")) for p in component.get("properties", [])}
+    found = {"name": str(component.get("name", "")), "sbom_serial": str(document.get("serialNumber", ""))}
+    found.update({key: properties[OCI + key] for key in IMAGE_PROPERTIES if OCI + key in properties})
+    return found
 
 
 def tensorflow() -> dict[str, Any]:

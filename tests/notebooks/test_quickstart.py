@@ -109,7 +109,27 @@ RESULTS: dict[str, Callable[[Box, str], None]] = {
 
 
 def test_every_notebook_is_tested() -> None:
-    assert notebooks() == ["1-environment.ipynb", *SIZED]
+    # 5 is also run as a job, stopped and resumed, in tests/image/test_jobs.py.
+    assert notebooks() == ["1-environment.ipynb", *SIZED, "5-training-job.ipynb"]
+
+
+def test_training_run_by_hand_checkpoints_under_work(box: Box) -> None:
+    """Run All without `job`: the backup goes to a folder under ~/work, and a fit that completes removes it."""
+    out = run_clean(box, "5-training-job.ipynb", {}, inject="EPOCHS = 3").stdout()
+    assert "checkpoints: /home/jovyan/work/checkpoints/5-training-job/backup\n" in out, out
+    assert re.search(r"^trained 3 epochs in this run; final loss \d+\.\d{4}$", out, re.M), out
+    tracked, container = box
+    code, listing = tracked.exec(container, ["find", "/home/jovyan/work/checkpoints/5-training-job", "-type", "f"])
+    assert code == 0 and listing == "", listing  # Keras deleted its backup once fit completed
+
+
+@pytest.mark.parametrize("inject", ["EPOCHS = 0", "EPOCH_PAUSE = -1", "BATCH_SIZE = 'big'"])
+def test_training_bad_parameter_one_clear_line(box: Box, inject: str) -> None:
+    executed = execute(*box, "5-training-job.ipynb", {}, inject=inject)
+    assert executed.error == "ParameterError"
+    (error,) = executed.errors()
+    name = inject.split()[0]
+    assert len(error["traceback"]) == 1 and error["traceback"][0].startswith(f"ParameterError: {name}="), error
 
 
 def test_environment(box: Box) -> None:

@@ -146,6 +146,19 @@ REFUSALS: dict[str, Row] = {
                                  "start.sh needs a command to run (start.sh CMD [ARGS]); without one, give no command "
                                  "at all"),
     "NB_UID": ({"NB_UID": "alice"}, (), 0, None, "NB_UID='alice' is not a numeric id (0-2147483647)"),
+    "STOP_GRACE_SECONDS word": ({"STOP_GRACE_SECONDS": "ten"}, (), 0, None,
+                                "STOP_GRACE_SECONDS='ten' must be a number of seconds from 1 to 3600"),
+    "STOP_GRACE_SECONDS zero": ({"STOP_GRACE_SECONDS": "0"}, (), 0, None,
+                                "STOP_GRACE_SECONDS='0' must be a number of seconds from 1 to 3600"),
+    "STOP_GRACE_SECONDS too long": ({"STOP_GRACE_SECONDS": "3601"}, (), 0, None,
+                                    "STOP_GRACE_SECONDS='3601' must be a number of seconds from 1 to 3600"),
+    "KERNEL_IDLE_TIMEOUT negative": ({"KERNEL_IDLE_TIMEOUT": "-1"}, (), 0, None,
+                                     "KERNEL_IDLE_TIMEOUT='-1' must be a number of seconds from 0 (never) to 604800"),
+    "KERNEL_IDLE_TIMEOUT unit": ({"KERNEL_IDLE_TIMEOUT": "1h"}, (), 0, None,
+                                 "KERNEL_IDLE_TIMEOUT='1h' must be a number of seconds from 0 (never) to 604800"),
+    "KERNEL_IDLE_TIMEOUT over a week": ({"KERNEL_IDLE_TIMEOUT": "604801"}, (), 0, None,
+                                        "KERNEL_IDLE_TIMEOUT='604801' must be a number of seconds from 0 (never) to "
+                                        "604800"),
     "NB_GID": ({"NB_GID": "-5"}, (), 0, None, "NB_GID='-5' is not a numeric id (0-2147483647)"),
     "NB_UID too big": ({"NB_UID": "2147483648"}, (), 0, None,
                        "NB_UID='2147483648' is not a numeric id (0-2147483647)"),
@@ -886,7 +899,33 @@ SERVERS = {
     "hub": (HUB, (), ["jupyterhub-singleuser", "--ServerApp.root_dir=/home/jovyan", *NO_NEWS], "/home/jovyan"),
     "hub with its root folder": ({**HUB, "JUPYTERHUB_ROOT_DIR": "/srv/ann"}, ("jupyterhub-singleuser", "--debug"),
                                  ["jupyterhub-singleuser", *NO_NEWS, "--debug"], "/srv/ann"),
+    # Checked every half timeout, at most every 5 minutes; idle kernels go even with a tab open, busy ones never.
+    "idle kernels, a minute": ({"JUPYTER_TOKEN": "x" * 16, "KERNEL_IDLE_TIMEOUT": "60"}, (), [
+        *LAB, *NO_NEWS, "--MappingKernelManager.cull_idle_timeout=60", "--MappingKernelManager.cull_interval=30",
+        "--MappingKernelManager.cull_connected=True", "--MappingKernelManager.cull_busy=False"], "/home/jovyan"),
+    "idle kernels, a day, in the hub mode": ({**HUB, "KERNEL_IDLE_TIMEOUT": "86400"}, (), [
+        "jupyterhub-singleuser", "--ServerApp.root_dir=/home/jovyan", *NO_NEWS,
+        "--MappingKernelManager.cull_idle_timeout=86400", "--MappingKernelManager.cull_interval=300",
+        "--MappingKernelManager.cull_connected=True", "--MappingKernelManager.cull_busy=False"], "/home/jovyan"),
+    "idle kernels, one second": ({"JUPYTER_TOKEN": "x" * 16, "KERNEL_IDLE_TIMEOUT": "1"}, (), [
+        *LAB, *NO_NEWS, "--MappingKernelManager.cull_idle_timeout=1", "--MappingKernelManager.cull_interval=1",
+        "--MappingKernelManager.cull_connected=True", "--MappingKernelManager.cull_busy=False"], "/home/jovyan"),
+    "idle kernels off": ({"JUPYTER_TOKEN": "x" * 16, "KERNEL_IDLE_TIMEOUT": "0"}, (), [*LAB, *NO_NEWS],
+                         "/home/jovyan"),
 }
+
+
+@pytest.mark.parametrize(("env", "grace", "foreground"), [
+    ({}, "8", None), ({"STOP_GRACE_SECONDS": "0120"}, "120", None), ({"STOP_GRACE_SECONDS": "3600"}, "3600", None)])
+def test_the_stop_grace_is_planned_and_exported(env: dict[str, str], grace: str, foreground: str | None) -> None:
+    variables, exports, _ = planned(env)
+    assert variables["cfg_stop_grace"] == exports["STOP_GRACE_SECONDS"] == grace
+    assert exports.get("JOB_FOREGROUND") == foreground
+
+
+def test_a_command_runs_its_jobs_in_the_foreground() -> None:
+    """`docker run IMAGE job run ...`: nothing would outlive the command, so `job run` waits for its run."""
+    assert planned({}, ("job", "run", "x.ipynb"))[1]["JOB_FOREGROUND"] == "1"
 
 
 @pytest.mark.parametrize("case", SERVERS)
