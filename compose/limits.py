@@ -26,7 +26,9 @@ BLOCK = "x-member"
 ENV_BLOCK = "x-member-env"
 # What the engine waits beyond the entrypoint's grace before it kills: the services' own stop.
 STOP_MARGIN = 5
-STOP_GRACE_MAX = 3600  # the image's own limit (image/jobs/store.py), checked here before a container goes
+# The image's own limits (image/jobs/store.py, image/startup/plan.py), checked here before a container goes.
+STOP_GRACE_MAX = 3600
+KERNEL_IDLE_MAX = 604800
 # ${NAME:-default}: the default is what a run without that setting gets.
 _DEFAULT_RE = re.compile(r"^\$\{[A-Z0-9_]+:-([^}]+)\}$")
 
@@ -69,6 +71,12 @@ def stop_grace(text: str, name: str = "STOP_GRACE_SECONDS") -> int:
     return int(text)
 
 
+def kernel_idle(text: str, name: str = "KERNEL_IDLE_TIMEOUT") -> int:
+    if not text.isdigit() or int(text) > KERNEL_IDLE_MAX:
+        raise LimitError(f"{name}={text!r} must be a number of seconds from 0 (never) to {KERNEL_IDLE_MAX}")
+    return int(text)
+
+
 def load(path: Path = COMPOSE_FILE) -> Limits:
     document = yaml.safe_load(path.read_text())
     member, env = document[BLOCK], document[ENV_BLOCK]
@@ -78,7 +86,7 @@ def load(path: Path = COMPOSE_FILE) -> Limits:
                   log_options={str(key): str(value) for key, value in logging["options"].items()},
                   stop_grace=stop_grace(default_of(env["STOP_GRACE_SECONDS"])),
                   stop_period=seconds(default_of(member["stop_grace_period"])),
-                  kernel_idle=int(default_of(env["KERNEL_IDLE_TIMEOUT"])))
+                  kernel_idle=kernel_idle(default_of(env["KERNEL_IDLE_TIMEOUT"])))
 
 
 def docker_args(limits: Limits, grace: int | None = None) -> list[str]:

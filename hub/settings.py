@@ -70,6 +70,8 @@ class Settings:
     cull_timeout: int
     cull_every: int
     activity_interval: int
+    stop_grace: int  # seconds a stop gives the servers' jobs and busy kernels (their STOP_GRACE_SECONDS)
+    kernel_idle: int  # seconds an idle kernel lives (their KERNEL_IDLE_TIMEOUT); 0: no limit
     self_check: str
     spawn_timeout: int
     gpus: str  # GPUS_AUTO, GPUS_NONE, or the IDs of HUB_GPUS joined by commas
@@ -136,6 +138,12 @@ def _port(name: str, value: str) -> int:
 def _seconds(name: str, value: str, minimum: int) -> int:
     if not value.isdigit() or int(value) < minimum:
         raise HubConfigError(f"{name}={value!r} is not a whole number of seconds >= {minimum}")
+    return int(value)
+
+
+def _seconds_within(name: str, value: str, minimum: int, maximum: int, note: str = "") -> int:
+    if not value.isdigit() or not minimum <= int(value) <= maximum:
+        raise HubConfigError(f"{name}={value!r} is not a whole number of seconds from {minimum}{note} to {maximum}")
     return int(value)
 
 
@@ -233,6 +241,9 @@ def load(environ: Mapping[str, str]) -> Settings:
     if any(char.isspace() for char in image):
         raise HubConfigError(f"HUB_IMAGE={image!r} is not an image reference")
     cull_timeout = _seconds("HUB_CULL_TIMEOUT", get("HUB_CULL_TIMEOUT", "3600"), 30)
+    team_limits = limits.load()
+    # The team's idle kernels' timeout, shortened to the servers' own when that is shorter (see below).
+    kernel_idle_default = min(team_limits.kernel_idle, cull_timeout)
     try:
         wanted_memlock = memlock.parse_bytes(get("HUB_MEMLOCK", "-1"), "HUB_MEMLOCK")
     except memlock.MemlockError as exc:
@@ -250,11 +261,15 @@ def load(environ: Mapping[str, str]) -> Settings:
         ssh_ports=_port_range("HUB_SSH_PORTS", get("HUB_SSH_PORTS", "2200-2299")),
         admin_users=_names("HUB_ADMIN_USERS", get("HUB_ADMIN_USERS", "admin")),
         profiles=_profiles("HUB_PROFILES", get("HUB_PROFILES", ",".join((*PROFILES, MIG_PROFILES)))),
-        shm_size=_size("HUB_SHM_SIZE", get("HUB_SHM_SIZE", limits.load().shm_size)),
+        shm_size=_size("HUB_SHM_SIZE", get("HUB_SHM_SIZE", team_limits.shm_size)),
         memlock=wanted_memlock,
         cull_timeout=cull_timeout,
         cull_every=_seconds("HUB_CULL_EVERY", get("HUB_CULL_EVERY", str(min(300, cull_timeout // 4))), 5),
         activity_interval=_seconds("HUB_ACTIVITY_INTERVAL", get("HUB_ACTIVITY_INTERVAL", "60"), 5),
+        stop_grace=_seconds_within("HUB_STOP_GRACE_SECONDS", get("HUB_STOP_GRACE_SECONDS", str(team_limits.stop_grace)),
+                                   1, limits.STOP_GRACE_MAX),
+        kernel_idle=_seconds_within("HUB_KERNEL_IDLE_TIMEOUT", get("HUB_KERNEL_IDLE_TIMEOUT", str(kernel_idle_default)),
+                                    0, limits.KERNEL_IDLE_MAX, " (no limit)"),
         self_check=_choice("HUB_SELF_CHECK", get("HUB_SELF_CHECK", "warn"), SELF_CHECK_MODES),
         spawn_timeout=_seconds("HUB_SPAWN_TIMEOUT", get("HUB_SPAWN_TIMEOUT", "180"), 30),
         gpus=_gpus("HUB_GPUS", get("HUB_GPUS", GPUS_AUTO)),
@@ -268,4 +283,10 @@ def load(environ: Mapping[str, str]) -> Settings:
     if settings.activity_interval * 2 > settings.cull_timeout:
         raise HubConfigError(f"HUB_ACTIVITY_INTERVAL={settings.activity_interval} is more than half of "
                              f"HUB_CULL_TIMEOUT={settings.cull_timeout}: active servers would be culled")
+    # An idle server goes, with its kernels, after HUB_CULL_TIMEOUT: a longer kernel timeout would only let a
+    # forgotten kernel in a server still in use hold its GPU memory longer than a whole idle server may.
+    if settings.kernel_idle > settings.cull_timeout:
+        raise HubConfigError(f"HUB_KERNEL_IDLE_TIMEOUT={settings.kernel_idle} is more than "
+                             f"HUB_CULL_TIMEOUT={settings.cull_timeout}: idle kernels would outlive idle servers "
+                             f"(0 turns their shutdown off)")
     return settings

@@ -1,8 +1,8 @@
 """TeamSpawner: DockerSpawner with what a shared GPU box needs (docs/hub.md): a profile per
 server (CPU only, n specific GPUs or a MIG slice, as Docker device requests naming them, chosen by
 hub/gpuplan.py from what the running containers hold), the user's SSH keys and a host port of
-their own, and the same shm, ulimits and log limits, stop grace and idle kernels' timeout as the
-compose setup. Loaded by the hub
+their own, and the same shm, ulimits and log limits as the compose setup, with the hub's stop grace
+and idle kernels' timeout (HUB_STOP_GRACE_SECONDS, HUB_KERNEL_IDLE_TIMEOUT). Loaded by the hub
 process (hub/.venv) through jupyterhub_config.py."""
 
 from __future__ import annotations
@@ -29,8 +29,7 @@ KEYS_IN_CONTAINER = "/run/secrets/authorized_keys"
 SSH_CONTAINER_PORT = 22
 # compose's start hook that gives fresh named volumes (~/work, ~/.nv, ~/.local) to the dev user.
 START_HOOKS = REPO / "compose" / "start.d"
-# The stack ulimit, log rotation, stop grace and idle kernels' timeout of compose's members
-# (docker-compose.yml's x-member and x-member-env).
+# The stack ulimit and log rotation of compose's members (docker-compose.yml's x-member).
 LIMITS = limits.load()
 # Containers that hold their GPUs: all but the exited, dead and never started ones.
 HOLDING_STATES = ["running", "paused", "restarting"]
@@ -122,11 +121,15 @@ class TeamSpawner(DockerSpawner):  # type: ignore[misc]
         env.update(getattr(self, "team_env", {}))
         return env
 
+    def engine_stop_seconds(self) -> int:
+        """What the engine waits before it kills: the entrypoint's grace for the runs, then the services' stop."""
+        return self.team.stop_grace + limits.STOP_MARGIN
+
     async def stop_object(self) -> None:
         """docker stop with the team's grace: the server's jobs and busy kernels are interrupted first and
         checkpoint (docs/jobs.md); DockerSpawner's own stop would kill after Docker's default 10 s."""
         try:
-            await self.docker("stop", self.container_id, timeout=LIMITS.stop_grace + limits.STOP_MARGIN)
+            await self.docker("stop", self.container_id, timeout=self.engine_stop_seconds())
         except NotFound:
             self.log.debug("already removed: %s", self.object_id)
 
@@ -150,8 +153,8 @@ class TeamSpawner(DockerSpawner):  # type: ignore[misc]
             "SELF_CHECK": self.team.self_check,
             # How often the server reports its last activity to the hub (the culler reads it).
             "JUPYTERHUB_ACTIVITY_INTERVAL": str(self.team.activity_interval),
-            "STOP_GRACE_SECONDS": str(LIMITS.stop_grace),
-            "KERNEL_IDLE_TIMEOUT": str(LIMITS.kernel_idle),
+            "STOP_GRACE_SECONDS": str(self.team.stop_grace),
+            "KERNEL_IDLE_TIMEOUT": str(self.team.kernel_idle),
         }
         host_config: dict[str, Any] = {
             "shm_size": self.team.shm_size,
@@ -169,7 +172,8 @@ class TeamSpawner(DockerSpawner):  # type: ignore[misc]
             f"{self.team.name_prefix}-{{username}}-local": "/home/jovyan/.local",
             str(START_HOOKS): {"bind": "/etc/tf29-env/start.d", "mode": "ro"},
         }
-        create: dict[str, Any] = {"labels": {PROFILE_LABEL: profile.name}}
+        # The container's own stop timeout: a `docker stop` by hand and the engine's shutdown give the grace too.
+        create: dict[str, Any] = {"labels": {PROFILE_LABEL: profile.name}, "stop_timeout": self.engine_stop_seconds()}
         if ssh_port is None:
             self.log.info("%s: no SSH key on file, SSH stays off", self.user.name)
         else:

@@ -13,6 +13,17 @@ from testkit.wait import wait_until
 USER = "jovyan"
 HOME = "/home/jovyan"
 TRAINING = f"{HOME}/quickstart/5-training-job.ipynb"  # the quickstart's notebook made to run as a job
+# A script that runs until interrupted and says so: what a training loop's KeyboardInterrupt handler does.
+STOPPABLE = """\
+import sys, time
+print("started", sys.argv[1:], flush=True)
+try:
+    while True:
+        time.sleep(0.1)
+except KeyboardInterrupt:
+    print("interrupted: saving", flush=True)
+    raise
+"""
 
 
 def notebook(*cells: str, parameters: str = "") -> str:

@@ -22,8 +22,9 @@ it, writes its runtime file (jpserver-PID.json) and only then listens, without r
 started at once on a node (two users' Slurm jobs under Apptainer) both reported 8888, and the later
 one ran on with no socket. Here the port is listened on when it is chosen, and that socket is served.
 
-A run the server cannot see is activity: a job, a script over SSH, a busy kernel that prints nothing
-(jobs/activity.py), so that the hubs' idle cullers leave its server running.
+A run the server cannot see is activity: a running job (`job run`, from a terminal or over SSH) and a
+busy kernel that prints nothing (jobs/activity.py), so that the hubs' idle cullers leave its server
+running.
 """
 
 from __future__ import annotations

@@ -16,8 +16,10 @@ import requests
 from docker import DockerClient
 
 from testkit.containers import LOOPBACK
+from testkit.jobs import HOME, STOPPABLE, USER
 from testkit.jupyter import api_status, put_file
 from testkit.ssh import connect, run
+from testkit.wait import wait_until
 from tests.compose.team import REPO, STOP_TIMEOUT, Member, Team, copy_project, engine_memlock, member_py
 
 NOTEBOOK = "work/ann-results.ipynb"
@@ -35,11 +37,12 @@ def test_shipped_files_are_valid_compose(docker_client: DockerClient, image: str
     assert alice["ulimits"] == {"memlock": -1, "stack": 67108864}
     assert alice["shm_size"] == 1 << 30
     assert alice["restart"] == "unless-stopped"
-    assert alice["stop_grace_period"] == "15s"
+    assert alice["stop_grace_period"] == "35s"  # the entrypoint's grace, 30 s, and 5 s for the services
     assert "deploy" not in alice, "without compose/gpu.yml nothing may reserve a GPU"
     assert alice["environment"] == {"JUPYTER_TOKEN_FILE": "/run/secrets/jupyter_token",
                                     "SSH_AUTHORIZED_KEYS_FILE": "/run/secrets/authorized_keys",
-                                    "SELF_CHECK": "off", "NB_UID": "1001", "NB_GID": "1001"}
+                                    "SELF_CHECK": "off", "STOP_GRACE_SECONDS": "30", "KERNEL_IDLE_TIMEOUT": "3600",
+                                    "NB_UID": "1001", "NB_GID": "1001"}
     assert alice["ports"] == ["127.0.0.1:2201:22/tcp", "127.0.0.1:8801:8888/tcp"]
 
     shipped.env.pop("TF29ENV_IMAGE")
@@ -155,10 +158,19 @@ def test_member_cannot_see_the_other_members_files(team: Team, members: tuple[Me
 
 
 def test_notebook_survives_down_and_up_owned_by_the_member(team: Team, members: tuple[Member, Member]) -> None:
+    """...and a running job is interrupted by down (each member's stop_grace_period, not a kill) and reads
+    `stopped` after up."""
     ann, _ = members
     team.wait_healthy(ann.name)
     put_file(ann.jupyter_port, team.token(ann.name), NOTEBOOK, NOTEBOOK_TEXT)
-    first_id = team.container(ann.name).id
+    put_file(ann.jupyter_port, team.token(ann.name), "work/loop.py", STOPPABLE)
+    first = team.container(ann.name)
+    code, out = first.exec_run(["job", "run", f"{HOME}/work/loop.py"], user=USER)
+    assert code == 0, out
+    ident = out.decode().split("\t", 1)[0]
+    wait_until(lambda: b"started" in first.exec_run(["job", "log", ident], user=USER)[1], timeout=60,
+               what="the job started")
+    first_id = first.id
 
     team.make("down")
     assert team.containers() == []
@@ -176,6 +188,11 @@ def test_notebook_survives_down_and_up_owned_by_the_member(team: Team, members: 
     assert code == 0
     assert owner.decode().split("\n")[:3] == [f"{ann.uid} /home/jovyan/{NOTEBOOK}", f"{ann.uid} /home/jovyan/work",
                                               f"{ann.uid} /home/jovyan/.nv"]
+    code, out = container.exec_run(["job", "list", "--json"], user=USER)
+    assert code == 0, out
+    (found,) = json.loads(out)
+    assert (found["id"], found["state"], found["exit_code"]) == (ident, "stopped", 130), found
+    assert b"interrupted: saving" in container.exec_run(["job", "log", ident], user=USER)[1]
 
 
 def test_down_stops_everything_within_its_timeout(team: Team, members: tuple[Member, Member]) -> None:

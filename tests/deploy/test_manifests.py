@@ -100,6 +100,7 @@ def user_pod(values: Values, profile: dict[str, Any]) -> dict[str, Any]:
         "spec": {
             "securityContext": {"fsGroup": singleuser["fsGid"]},
             "tolerations": singleuser["extraTolerations"],
+            **singleuser["extraPodConfig"],  # KubeSpawner sets these on the pod's spec as they are
             "volumes": [{"name": volume, "persistentVolumeClaim": {"claimName": "claim-{username}"}},
                         *storage["extraVolumes"]],
             "containers": [{

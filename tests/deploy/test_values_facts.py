@@ -1,10 +1,12 @@
 """The facts of deploy/z2jh/values.yaml that the schema cannot see (profileList entries,
 extraEnv and hub.config are free-form there): GPU counts, the CPU profile's hidden GPUs, /dev/shm,
-storage, the image reference build.py makes, the root start and its capabilities, SSH, culling."""
+storage, the image reference build.py makes, the root start and its capabilities, SSH, culling, the
+stop's grace and idle kernels."""
 
 import re
 from typing import Any
 
+import limits
 import pytest
 
 from tests.deploy import image_facts
@@ -179,6 +181,26 @@ def test_culling_spares_long_runs_but_returns_gpus(values: Values) -> None:
     assert cull["enabled"] is True
     assert 3600 <= cull["timeout"] <= 24 * 3600, cull
     assert cull["every"] < cull["timeout"] and cull["maxAge"] == 0 and cull["users"] is False, cull
+
+
+def test_a_stop_gives_the_runs_their_grace(values: Values, singleuser: dict[str, Any]) -> None:
+    """The entrypoint interrupts jobs and busy kernels and waits STOP_GRACE_SECONDS; whatever ends the pod
+    must wait that and the services' own stop: the hub's delete (KubeSpawner's delete_grace_period, which
+    overrides the pod's) and every other termination (terminationGracePeriodSeconds)."""
+    grace = limits.stop_grace(singleuser["extraEnv"]["STOP_GRACE_SECONDS"])  # the range the image takes
+    team = limits.load()
+    assert grace == team.stop_grace, "the team setups' grace (docker-compose.yml's x-member-env)"
+    wait = grace + limits.STOP_MARGIN
+    assert values["hub"]["config"]["KubeSpawner"]["delete_grace_period"] == wait
+    assert singleuser["extraPodConfig"]["terminationGracePeriodSeconds"] == wait
+
+
+def test_idle_kernels_are_shut_down_before_their_server_is_culled(values: Values,
+                                                                   singleuser: dict[str, Any]) -> None:
+    idle = singleuser["extraEnv"]["KERNEL_IDLE_TIMEOUT"]
+    assert isinstance(idle, str) and idle.isdigit(), idle  # a pod's environment holds strings
+    assert int(idle) == limits.load().kernel_idle, "the team setups' timeout (docker-compose.yml's x-member-env)"
+    assert 0 < int(idle) <= values["cull"]["timeout"], (idle, values["cull"])
 
 
 def test_no_open_login_and_the_charts_hub_image(values: Values) -> None:

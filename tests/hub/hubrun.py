@@ -4,6 +4,7 @@ an admin's approval, log-in, the REST API with the user's own token, OAuth into 
 always taken down with every container, volume and network it made."""
 
 import contextlib
+import json
 import os
 import secrets
 import subprocess
@@ -186,6 +187,24 @@ class HubRun:
     # --- the containers
     def container(self, name: str) -> Container:
         return self.client.containers.get(f"{self.prefix}-{name}")
+
+    def shell(self, name: str, *command: str) -> str:
+        """COMMAND in NAME's server as jovyan, beside Jupyter (docker exec, as an SSH login would be): its stdout."""
+        code, (out, err) = self.container(name).exec_run(list(command), user="jovyan", demux=True)
+        assert code == 0, f"{command} in {name}'s server: exit {code}: {(out or b'') + (err or b'')!r}"
+        return (out or b"").decode()
+
+    def run_job(self, name: str, script: str) -> str:
+        """`job run` of SCRIPT (a file in NAME's ~/work) in NAME's server: the job's id."""
+        path = f"/home/jovyan/work/{secrets.token_hex(4)}.py"
+        self.shell(name, "python", "-c", "import sys; open(sys.argv[1], 'w').write(sys.argv[2])", path, script)
+        return self.shell(name, "job", "run", path).split("\t")[0]
+
+    def job(self, name: str, job_id: str) -> dict[str, Any]:
+        """The job's line of `job list --json` in NAME's server."""
+        jobs = {job["id"]: job for job in json.loads(self.shell(name, "job", "list", "--json"))}
+        found: dict[str, Any] = jobs[job_id]
+        return found
 
     def ssh_port(self, name: str) -> int:
         bindings = self.container(name).attrs["NetworkSettings"]["Ports"]["22/tcp"]

@@ -1,12 +1,13 @@
 """The team hub end to end (issue 10, part 3): sign-up and approval, two users' servers from the
 image under test, each reachable by its owner only (API token and the browser's OAuth flow),
-healthy, with SSH by the owner's key on the owner's port, ~/work kept across a stop and start,
-and the hub's state kept across its own restart."""
+healthy, with SSH by the owner's key on the owner's port, ~/work kept across a stop and start that
+gives a running job its grace, and the hub's state kept across its own restart."""
 
 import html
 from dataclasses import dataclass
 
 import docker
+import limits
 import paramiko
 import pytest
 import requests
@@ -87,12 +88,18 @@ def test_spawned_container_settings(team: Team) -> None:
     assert config["Cmd"][0] == "jupyterhub-singleuser"
     env = dict(item.split("=", 1) for item in config["Env"])
     assert env["NVIDIA_VISIBLE_DEVICES"] == "void"
+    # The team's grace and idle kernels' timeout (the hub's defaults: compose's), and the engine's own
+    # stop timeout beyond the grace, which a `docker stop` by hand uses as well.
+    team_limits = limits.load()
+    assert (env["STOP_GRACE_SECONDS"], env["KERNEL_IDLE_TIMEOUT"]) == (str(team_limits.stop_grace),
+                                                                       str(team_limits.kernel_idle))
+    assert config["StopTimeout"] == team_limits.stop_grace + limits.STOP_MARGIN
     assert env["SSH_AUTHORIZED_KEYS_FILE"] == "/run/secrets/authorized_keys"
     assert host["ShmSize"] == GIB
     assert not host.get("DeviceRequests")
-    limits = {limit["Name"]: limit for limit in host["Ulimits"]}
-    assert limits["memlock"]["Hard"] == limits["memlock"]["Soft"]
-    assert limits["memlock"]["Hard"] != 0
+    ulimits = {limit["Name"]: limit for limit in host["Ulimits"]}
+    assert ulimits["memlock"]["Hard"] == ulimits["memlock"]["Soft"]
+    assert ulimits["memlock"]["Hard"] != 0
     mounts = {mount["Destination"]: mount for mount in container.attrs["Mounts"]}
     for target, suffix in (("/home/jovyan/work", "work"), ("/home/jovyan/.nv", "nv"),
                            ("/etc/ssh/host-keys", "hostkeys"), ("/home/jovyan/.local", "local")):
@@ -135,13 +142,30 @@ def test_spawn_form_offers_profiles_and_checks_keys(team: Team) -> None:
     assert refused.status_code == 400 and "not offered" in refused.text
 
 
+# A job whose checkpoint, once interrupted, takes longer than Docker's default 10 s of `docker stop`
+# (DockerSpawner's stop): it leaves a file in ~/work when it is done. It ends by itself after 10 minutes.
+CHECKPOINTED = "/home/jovyan/work/checkpointed"
+SLOW_CHECKPOINT_JOB = f"""
+import time
+try:
+    time.sleep(600)
+except KeyboardInterrupt:
+    time.sleep(14)
+    open({CHECKPOINTED!r}, "w").write("saved")
+    raise
+"""
+
+
 def test_work_survives_stop_and_start(team: Team, keypair: KeyPair) -> None:
+    """A file in ~/work, and a job running at the stop: the stop interrupts it and waits the team's grace,
+    so its slow checkpoint is written and the job reads `stopped` by that stop, not killed."""
     ann, hub = team.ann, team.hub
     port_before = hub.ssh_port("ann")
     saved = requests.put(f"{hub.url}/user/ann/api/contents/work/kept.txt", timeout=30,
                          headers={"Authorization": f"token {ann.token}"},
                          json={"type": "file", "format": "text", "content": "still here"})
     assert saved.status_code in (200, 201), saved.text
+    job_id = hub.run_job("ann", SLOW_CHECKPOINT_JOB)
     hub.stop(ann)
     # Gone once the hub says it stopped, so that a start at once does not collide with its name.
     with pytest.raises(docker.errors.NotFound):
@@ -152,6 +176,9 @@ def test_work_survives_stop_and_start(team: Team, keypair: KeyPair) -> None:
     hub.wait_ready(ann)
     read = hub.server_get(ann, "ann", "api/contents/work/kept.txt")
     assert read.status_code == 200 and read.json()["content"] == "still here"
+    job = hub.job("ann", job_id)
+    assert job["state"] == "stopped" and "by the container's" in job["message"], job
+    assert hub.shell("ann", "cat", CHECKPOINTED) == "saved"
     assert hub.ssh_port("ann") == port_before  # the port stays the user's
     hub.wait_healthy("ann")
     ssh.connect(port_before, "jovyan", keypair).close()

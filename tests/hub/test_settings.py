@@ -2,13 +2,15 @@
 line, keys checked before they are stored, ports kept per user."""
 
 import json
+import re
 import socket
 from pathlib import Path
 
+import limits
 import pytest
 
+from hub import REPO, sshaccess
 from hub import settings as hub_settings
-from hub import sshaccess
 from hub.settings import HubConfigError
 from testkit.net import free_port_range
 from testkit.ssh import KeyPair
@@ -24,6 +26,33 @@ def test_defaults_are_safe() -> None:
     assert team.memlock == -1 and team.shm_size == "1g"
     assert team.admin_users == ("admin",)
     assert team.state_dir == hub_settings.HUB_DIR / "state"
+    # The team's grace and idle kernels' timeout: compose's (docker-compose.yml's x-member-env).
+    team_limits = limits.load()
+    assert (team.stop_grace, team.kernel_idle) == (team_limits.stop_grace, team_limits.kernel_idle)
+    assert 0 < team.kernel_idle <= team.cull_timeout
+
+
+def test_grace_and_idle_kernels() -> None:
+    team = hub_settings.load({"HUB_STOP_GRACE_SECONDS": "120", "HUB_KERNEL_IDLE_TIMEOUT": "0"})
+    assert (team.stop_grace, team.kernel_idle) == (120, 0)
+    # A shorter cull timeout shortens the idle kernels' default with it; a longer one given is refused.
+    assert hub_settings.load({"HUB_CULL_TIMEOUT": "600"}).kernel_idle == 600
+    assert hub_settings.load({"HUB_CULL_TIMEOUT": "600", "HUB_KERNEL_IDLE_TIMEOUT": "600"}).kernel_idle == 600
+    with pytest.raises(HubConfigError, match="HUB_KERNEL_IDLE_TIMEOUT=601 is more than HUB_CULL_TIMEOUT=600"):
+        hub_settings.load({"HUB_CULL_TIMEOUT": "600", "HUB_KERNEL_IDLE_TIMEOUT": "601"})
+
+
+def test_the_limits_are_the_images() -> None:
+    """What the hub accepts, the image's entrypoint accepts too (a server refused at start is a failed spawn)."""
+    plan = (REPO / "image" / "startup" / "plan.py").read_text()
+    found = re.search(r"^KERNEL_IDLE_MAX = (\d+)$", plan, re.MULTILINE)
+    assert found, "image/startup/plan.py no longer sets KERNEL_IDLE_MAX"
+    assert int(found[1]) == limits.KERNEL_IDLE_MAX
+    longest = {"HUB_CULL_TIMEOUT": "9999999", "HUB_KERNEL_IDLE_TIMEOUT": str(limits.KERNEL_IDLE_MAX)}
+    assert hub_settings.load(longest).kernel_idle == limits.KERNEL_IDLE_MAX
+    with pytest.raises(HubConfigError, match=r"from 0 \(no limit\) to 604800"):
+        hub_settings.load({**longest, "HUB_KERNEL_IDLE_TIMEOUT": str(limits.KERNEL_IDLE_MAX + 1)})
+    assert hub_settings.load({"HUB_STOP_GRACE_SECONDS": str(limits.STOP_GRACE_MAX)}).stop_grace == 3600
 
 
 def test_public_address_and_wildcard() -> None:
@@ -44,6 +73,8 @@ def test_public_address_and_wildcard() -> None:
     ("HUB_SPAWN_TIMEOUT", "5"), ("HUB_PROFILES", "mig-big"), ("HUB_GPUS", "GPU-12"), ("HUB_GPUS", "0,0"),
     ("HUB_GPUS", "0,x"), ("HUB_GPU_POLICY", "first"), ("HUB_GPU_PINS", "ann"), ("HUB_GPU_PINS", "Ann=0"),
     ("HUB_GPU_PINS", "ann=GPU-1"), ("HUB_GPU_PINS", "ann=0 ann=1"), ("HUB_GPU_PINS", "=0"),
+    ("HUB_STOP_GRACE_SECONDS", "0"), ("HUB_STOP_GRACE_SECONDS", "3601"), ("HUB_STOP_GRACE_SECONDS", "30s"),
+    ("HUB_KERNEL_IDLE_TIMEOUT", "-1"), ("HUB_KERNEL_IDLE_TIMEOUT", "1h"), ("HUB_KERNEL_IDLE_TIMEOUT", "3601"),
 ])
 def test_bad_value_is_one_line_naming_it(name: str, value: str) -> None:
     with pytest.raises(HubConfigError) as raised:

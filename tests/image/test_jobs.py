@@ -16,7 +16,7 @@ from docker.models.containers import Container
 
 from testkit import ssh
 from testkit.containers import LOOPBACK, TrackedContainer
-from testkit.jobs import HOME, TRAINING, USER, job, job_id, notebook, read, record, wait_log, wait_state
+from testkit.jobs import HOME, STOPPABLE, TRAINING, USER, job, job_id, notebook, read, record, wait_log, wait_state
 from testkit.jupyter import put_file
 from testkit.kernel import LabKernel
 from testkit.ssh import KeyPair
@@ -31,17 +31,6 @@ IDLE_TIMEOUT = 6  # the box's KERNEL_IDLE_TIMEOUT
 # Four cells of PAUSE s each, each printing when it starts and ends.
 GROWING = notebook(*[f"import time\nprint('cell {n} start', flush=True)\ntime.sleep(PAUSE)\nprint('cell {n} done')"
                      for n in range(4)], parameters="PAUSE = 0")
-# A script that runs until interrupted and says so: what a training loop's KeyboardInterrupt handler does.
-STOPPABLE = """\
-import sys, time
-print("started", sys.argv[1:], flush=True)
-try:
-    while True:
-        time.sleep(0.1)
-except KeyboardInterrupt:
-    print("interrupted: saving", flush=True)
-    raise
-"""
 SILENT = "import sys, time\ntime.sleep(float(sys.argv[2]))\n"  # job run silent.py -p seconds N
 
 

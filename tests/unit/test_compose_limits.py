@@ -7,6 +7,7 @@ from pathlib import Path
 import limits
 import pytest
 from jobs import store
+from startup import plan
 
 COMPOSE = """\
 x-member: &member
@@ -55,6 +56,7 @@ def test_the_shipped_stop_period_is_the_grace_and_the_margin() -> None:
     shipped = limits.load()
     assert shipped.stop_period == shipped.stop_grace + limits.STOP_MARGIN
     assert limits.STOP_GRACE_MAX == store.STOP_GRACE_MAX  # the host refuses what the image would
+    assert limits.KERNEL_IDLE_MAX == plan.KERNEL_IDLE_MAX
 
 
 @pytest.mark.parametrize(("text", "expected"), [("35s", 35), ("2m", 120), ("1m30s", 90), ("40", 40)])
