@@ -109,9 +109,14 @@ def is_running(folder: str) -> bool:
 
 
 def hold(folder: str) -> int:
-    """The lock that says the job runs; released when this process ends, however it ends."""
+    """The lock that says the job runs; released when this process ends, however it ends. A second
+    supervisor of the same job (two `job resume` at once) is refused, not queued."""
     fd = os.open(os.path.join(folder, RUNNING), os.O_RDWR | os.O_CREAT, 0o644)
-    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        raise JobError(f"job {os.path.basename(folder)} is already running", 2) from exc
     return fd
 
 

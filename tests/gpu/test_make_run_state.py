@@ -1,10 +1,12 @@
 """`make stop; make run` keeps what the user set up (issue 29, docs/packages.md): a package installed
 with %pip in a notebook, Lab's theme changed through Lab's settings API and git's identity live on
 make run's ~/.local volume (tf29-env-local), so a new container, even of a newer image, still has
-them, while the newer image's quickstart notebooks arrive. Here because make run's container and
-volumes have fixed names (tf29-env, tf29-env-*): they need an engine of their own, and the stand-in
-GPU engine is the suite's (testkit/gpuengine.py); GPUS=none, as no GPU path is looked at. The image
-is the one under test (`make -o build`), and its newer version is built FROM it on that engine."""
+them, while the newer image's quickstart notebooks arrive. A job started in a Lab terminal is
+interrupted by `make stop`, not killed, and `job list` in the new container says it was stopped.
+Here because make run's container and volumes have fixed names (tf29-env, tf29-env-*): they need an
+engine of their own, and the stand-in GPU engine is the suite's (testkit/gpuengine.py); GPUS=none, as
+no GPU path is looked at. The image is the one under test (`make -o build`), and its newer version is
+built FROM it on that engine."""
 
 import base64
 import contextlib
@@ -21,6 +23,7 @@ import pytest
 import requests
 
 from testkit.gpuengine import GpuEngine
+from testkit.jobs import STOPPABLE
 from testkit.kernel import LabKernel
 from testkit.net import free_host_port
 from testkit.ssh import KeyPair
@@ -141,6 +144,12 @@ def test_what_the_user_set_up_survives_make_stop_make_run_and_a_newer_image(
     assert put.status_code == 204, put.text
     assert lab.terminal("git config --global user.email ada@example.org && git config --global user.email"
                         ).splitlines()[-1] == "ada@example.org"
+    requests.put(f"{lab.url}api/contents/work/loop.py", headers=lab.headers, timeout=30,
+                 json={"type": "file", "format": "text", "content": STOPPABLE}).raise_for_status()
+    found = re.search(r"^(\S+-night)\t", lab.terminal("job run ~/work/loop.py --name night"), re.MULTILINE)
+    assert found, "job run printed no id"
+    ident = found[1]
+    wait_until(lambda: "started" in lab.terminal(f"job log {ident}"), timeout=60, what="the job started")
 
     make(engine, "stop")
     lab = make_run(engine, NEWER, keypair)
@@ -150,3 +159,6 @@ def test_what_the_user_set_up_survives_make_stop_make_run_and_a_newer_image(
     assert shown.split()[0] == "1.0" and shown.split()[1].startswith("/home/jovyan/.local/lib/python3."), shown
     listing = requests.get(f"{lab.url}api/contents/quickstart", headers=lab.headers, timeout=30).json()
     assert NEW_NOTEBOOK in {entry["name"] for entry in listing["content"]}, listing
+    jobs = lab.terminal("job list")
+    assert re.search(rf"^{ident} +night +stopped +130 ", jobs, re.MULTILINE), jobs
+    assert "interrupted: saving" in lab.terminal(f"job log {ident}")

@@ -54,6 +54,8 @@ def test_a_running_job_without_its_supervisor_reads_stopped(tmp_path: Path) -> N
     try:
         assert store.read(str(folder))["state"] == "running"
         assert store.is_running(str(folder)) and store.any_running(str(tmp_path))
+        with pytest.raises(store.JobError, match="is already running"):
+            store.hold(str(folder))  # a second resume at once
     finally:
         os.close(fd)
     assert not store.is_running(str(folder))
