@@ -127,6 +127,25 @@ def test_a_job_outlives_the_ssh_session_that_started_it(module_tracked: TrackedC
     assert code == 0, out
 
 
+def test_job_log_follows_a_run_to_its_end(module_tracked: TrackedContainer, box: Container) -> None:
+    code, out = job(module_tracked, box, "run", f"{HOME}/work/grow.ipynb", "-p", "PAUSE", "1")
+    assert code == 0, out
+    ident = job_id(out)
+    code, out = job(module_tracked, box, "log", "-f", ident[:-2])  # a unique start of the id will do
+    assert code == 0, out
+    assert out.index("cell 0 start") < out.index("cell 3 done"), out  # all of it: -f returned at the end
+    assert record(module_tracked, box, ident)["state"] == "done"
+
+
+def test_the_self_check_reports_the_idle_timeout(module_tracked: TrackedContainer, box: Container) -> None:
+    code, out = module_tracked.exec(box, ["selfcheck", "--json", "--layers", "6"], user=USER, demux=False,
+                                    stderr=False)
+    assert code == 0, out
+    (check,) = [c for layer in json.loads(out)["layers"] for c in layer["checks"] if c["id"] == "env.kernel_idle"]
+    assert check["status"] == "PASS" and check["data"] == {"KERNEL_IDLE_TIMEOUT": str(IDLE_TIMEOUT)}, check
+    assert check["what"].startswith(f"kernels idle for {IDLE_TIMEOUT} s are shut down"), check
+
+
 def test_two_runs_of_one_file_never_share_a_folder(module_tracked: TrackedContainer, box: Container) -> None:
     code, out = module_tracked.exec(box, ["sh", "-c", "job run ~/work/silent.py -p seconds 0 && "
                                           "job run ~/work/silent.py -p seconds 0"], user=USER)
