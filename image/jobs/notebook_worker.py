@@ -57,7 +57,8 @@ def main(folder: str, output: str) -> int:
                                    stderr_file=sys.stderr)
     except PapermillExecutionError as error:
         first = next((line for line in str(error.source).splitlines() if line.strip()), "")
-        line = f"cell In [{error.exec_count}] ({one_line(first, 60)}) raised {error.ename}: {one_line(error.evalue)}"
+        raised = f"{error.ename}: {one_line(error.evalue)}" if str(error.evalue).strip() else error.ename
+        line = f"cell In [{error.exec_count}] ({one_line(first, 60)}) raised {raised}"
         print(f"job: {line}", file=sys.stderr, flush=True)
         with open(os.path.join(folder, store.FAILURE), "w", encoding="utf-8") as failure:
             failure.write(line + "\n")

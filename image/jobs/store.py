@@ -89,7 +89,7 @@ def read(folder: str) -> dict[str, Any]:
     if record.get("state") == "running" and not is_running(folder):
         # Its supervisor is gone without writing an end: the container or the process was killed.
         record["state"] = "stopped"
-        record.setdefault("message", "ended without a clean stop (the container or the job was killed)")
+        record["message"] = record.get("message") or "ended without a clean stop (the container or the job was killed)"
     return record
 
 

@@ -3,7 +3,9 @@ machine (JupyterHub 5.5.4, batchspawner 1.3.0, Debian's configurable-http-proxy)
 with their cluster account (PAM). A server is a Slurm job submitted as the user that runs the SIF
 under Apptainer on a compute node; the image's hub mode tells the hub its port; /user/NAME/api/status
 answers through the hub; a profile per partition (the GPU one asks for --gres and runs with --nv);
-stopping the server ends the job; an unknown profile is refused before anything is submitted."""
+the servers get the team's KERNEL_IDLE_TIMEOUT and STOP_GRACE_SECONDS and Slurm's TERM before the
+time limit, and a bad one stops the hub in one line; stopping the server ends the job; an unknown
+profile is refused before anything is submitted."""
 
 import json
 import re
@@ -124,6 +126,14 @@ def test_the_gpu_profile_asks_slurm_for_the_gpu_partition_and_runs_with_nv(hub: 
     assert code == 0 and "gres/gpu:1" in out, out
     code, script = hub.cluster.login.run("scontrol write batch_script $(squeue -h -u bob -o %i) -")
     assert code == 0 and "exec apptainer run --nv /shared/tf29-env.sif" in script, script
+    # Slurm's TERM comes the grace and 30 s before the time limit, and the server has the team's settings.
+    assert "\n#SBATCH --signal=B:TERM@60\n" in script, script
+    code, out = hub.cluster.machines["node1"].run(
+        "for pid in $(pgrep -u bob -f jupyterhub-singleuser); do environ=$(tr '\\0' '\\n' < /proc/$pid/environ) "
+        "|| continue; grep -E '^(KERNEL_IDLE_TIMEOUT|STOP_GRACE_SECONDS)=' <<<\"$environ\" | sort | paste -sd ' '; "
+        "done 2>/dev/null")
+    settings = out.splitlines()
+    assert code == 0 and settings and set(settings) == {"KERNEL_IDLE_TIMEOUT=3600 STOP_GRACE_SECONDS=30"}, out
     assert hub.status_through_hub(token, "bob") == 200
     assert hub.api(token, "DELETE", "/users/bob/server").status_code in (202, 204)
     wait_until(lambda: hub.job("bob") == "", timeout=60, interval=1, what="bob's job gone")
@@ -136,3 +146,10 @@ def test_an_unknown_profile_is_refused_and_nothing_submitted(hub: Hub) -> None:
     assert refused.status_code == 400, refused.text
     assert "unknown profile 'a100x8': choose one of cpu, gpu" in refused.json()["message"]
     assert hub.job("alice") == ""
+
+
+def test_a_bad_server_setting_stops_the_hub_in_one_line(cluster: Cluster) -> None:
+    code, out = cluster.login.run(f"cd /tmp && TF29_HUB_KERNEL_IDLE_TIMEOUT=forever /opt/tf29-hub/venv/bin/jupyterhub "
+                                  f"-f {CONFIG}")
+    assert code != 0 and out.strip() == ("tf29-hub: TF29_HUB_KERNEL_IDLE_TIMEOUT='forever' must be a number of "
+                                         "seconds from 0 to 604800"), out

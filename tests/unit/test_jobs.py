@@ -47,7 +47,9 @@ def write_job(base: Path, ident: str, state: str = "running") -> Path:
 
 def test_a_running_job_without_its_supervisor_reads_stopped(tmp_path: Path) -> None:
     """The container was killed: job.json still says running, but nobody holds the lock."""
-    folder = write_job(tmp_path, "20261206-101010-a")
+    folder = tmp_path / "20261206-101010-a"
+    folder.mkdir()
+    store.write(str(folder), {"id": folder.name, "state": "running", "message": ""})  # as a supervisor leaves it
     found = store.read(str(folder))
     assert found["state"] == "stopped" and "killed" in found["message"]
     fd = store.hold(str(folder))

@@ -13,10 +13,16 @@ Settings (environment variables of the hub's process):
   TF29_HUB_STATE_DIR  the hub's database and cookie secret (default /var/lib/tf29-hub)
   TF29_HUB_BIND_URL   the URL users open (default http://0.0.0.0:8000)
   TF29_HUB_CONNECT    the name compute nodes reach the hub's API by (default: this host's name)
+  TF29_HUB_KERNEL_IDLE_TIMEOUT  the servers' KERNEL_IDLE_TIMEOUT: seconds an idle kernel keeps its
+                      memory (and GPU) before it is shut down; 0 never (default 3600)
+  TF29_HUB_STOP_GRACE_SECONDS   the servers' STOP_GRACE_SECONDS: what a stop gives running jobs and busy
+                      kernels to checkpoint (default 30); Slurm signals the server this long and 30 s
+                      more before its time limit
 """
 
 import json
 import os
+import re
 import socket
 from typing import Any
 
@@ -39,6 +45,21 @@ DEFAULT_PROFILE = next(iter(PROFILES))
 SIF = os.environ.get("TF29_HUB_SIF", "/shared/tf29-env.sif")
 STATE = os.environ.get("TF29_HUB_STATE_DIR", "/var/lib/tf29-hub")
 
+
+def seconds(name: str, default: int, least: int, most: int) -> int:
+    """A setting in seconds; a bad one stops the hub with one line (the image would refuse it per server)."""
+    text = os.environ.get(name) or str(default)
+    if not re.fullmatch(r"[0-9]{1,7}", text) or not least <= int(text) <= most:
+        raise SystemExit(f"tf29-hub: {name}={text!r} must be a number of seconds from {least} to {most}")
+    return int(text)
+
+
+# The team's defaults; the most each one may be is the image's own (image/startup/plan.py).
+KERNEL_IDLE_TIMEOUT = seconds("TF29_HUB_KERNEL_IDLE_TIMEOUT", 3600, 0, 604800)
+STOP_GRACE_SECONDS = seconds("TF29_HUB_STOP_GRACE_SECONDS", 30, 1, 3600)
+# Slurm's TERM this long before the time limit: the grace, then 30 s for the services to stop.
+SIGNAL_BEFORE_LIMIT = STOP_GRACE_SECONDS + 30
+
 BATCH_SCRIPT = """#!/bin/bash
 #SBATCH --output={{homedir}}/tf29-hub-%j.log
 #SBATCH --job-name=tf29-hub-{{username}}
@@ -48,6 +69,7 @@ BATCH_SCRIPT = """#!/bin/bash
 #SBATCH --time={{runtime}}
 #SBATCH --mem={{memory}}
 #SBATCH --cpus-per-task={{nprocs}}
+#SBATCH --signal=B:TERM@{{signal_before_limit}}
 {% if gres %}#SBATCH --gres={{gres}}
 {% endif %}
 set -euo pipefail
@@ -71,6 +93,7 @@ class TF29SlurmSpawner(batchspawner.SlurmSpawner):  # type: ignore[misc]
     def get_req_subvars(self) -> dict[str, Any]:
         subvars = dict(super().get_req_subvars())
         subvars.update({key: value for key, value in self.profile().items() if key != "title"})
+        subvars["signal_before_limit"] = SIGNAL_BEFORE_LIMIT
         return subvars
 
     async def start(self) -> Any:
@@ -90,6 +113,9 @@ def options_from_form(formdata: dict[str, list[str]]) -> dict[str, str]:
 c.JupyterHub.spawner_class = TF29SlurmSpawner
 c.TF29SlurmSpawner.batch_script = BATCH_SCRIPT
 c.TF29SlurmSpawner.batchspawner_singleuser_cmd = ""
+# Passed on to the job by name (batchspawner's keepvars: --export), and by Apptainer into the image.
+c.TF29SlurmSpawner.environment = {"KERNEL_IDLE_TIMEOUT": str(KERNEL_IDLE_TIMEOUT),
+                                  "STOP_GRACE_SECONDS": str(STOP_GRACE_SECONDS)}
 c.TF29SlurmSpawner.options_form = options_form
 c.TF29SlurmSpawner.options_from_form = options_from_form
 # A queued job may wait for a node; the server inside starts in seconds once it runs.
