@@ -18,7 +18,7 @@ up: ## start every team member's environment, or update it after a change (compo
 	cd $(TEAM_DIR) && memlock=$$(python3 compose/memlock.py) && TF29ENV_MEMLOCK=$$memlock $(COMPOSE) up -d --remove-orphans
 
 down: ## stop and remove the team's containers; notebooks, CUDA caches and host keys stay in their volumes
-	$(TEAM_COMPOSE) down --remove-orphans $(if $(STOP_TIMEOUT),-t $(STOP_TIMEOUT))
+	$(TEAM_COMPOSE) down --remove-orphans$(if $(STOP_TIMEOUT), -t $(STOP_TIMEOUT))
 
 logs: ## follow the team's logs (MEMBER=alice for one)
 	$(TEAM_COMPOSE) logs -f --tail=200 $(MEMBER)
@@ -30,7 +30,7 @@ config: ## check the compose files that COMPOSE_FILE names (docker-compose.yml, 
 	$(TEAM_COMPOSE) config -q
 
 restart: ## restart the team's containers (MEMBER=alice for one), e.g. after rotating a key
-	$(TEAM_COMPOSE) restart $(if $(STOP_TIMEOUT),-t $(STOP_TIMEOUT)) $(MEMBER)
+	$(TEAM_COMPOSE) restart$(if $(STOP_TIMEOUT), -t $(STOP_TIMEOUT)) $(MEMBER)
 
 member: ## add a member: make member NAME=dana KEY=dana.pub [ARGS='--gpu-ids 2 --uid 1005']
 	python3 $(TEAM_DIR)/compose/member.py add $(NAME) --ssh-key $(KEY) $(ARGS)

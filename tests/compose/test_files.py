@@ -63,12 +63,18 @@ def test_compose_mk_runs_compose_in_the_project_folder(tmp_path: Path, compose: 
     dry = subprocess.run(["make", "--no-print-directory", "-n", "-f", str(project / "compose.mk"), "up", "down",
                           "ps", "logs", "MEMBER=alice", f"COMPOSE={compose}"], cwd=elsewhere, capture_output=True,
                          text=True, check=True)
+    # down waits each member's stop_grace_period (the runs' grace: docs/jobs.md) unless STOP_TIMEOUT says.
     assert dry.stdout.splitlines() == [
         f"cd {project} && memlock=$(python3 compose/memlock.py) && TF29ENV_MEMLOCK=$memlock {compose} up -d "
         "--remove-orphans",
-        f"cd {project} && {compose} down --remove-orphans -t 15",
+        f"cd {project} && {compose} down --remove-orphans",
         f"cd {project} && {compose} ps alice",
         f"cd {project} && {compose} logs -f --tail=200 alice"]
+    timed = subprocess.run(["make", "--no-print-directory", "-n", "-f", str(project / "compose.mk"), "down",
+                            "restart", "STOP_TIMEOUT=20", f"COMPOSE={compose}"], cwd=elsewhere, capture_output=True,
+                           text=True, check=True)
+    assert timed.stdout.splitlines() == [f"cd {project} && {compose} down --remove-orphans -t 20",
+                                         f"cd {project} && {compose} restart -t 20 "]
 
 
 def test_the_limits_make_run_and_the_hub_read_are_what_compose_gives_a_member(tmp_path: Path, compose: str) -> None:
@@ -84,4 +90,7 @@ def test_the_limits_make_run_and_the_hub_read_are_what_compose_gives_a_member(tm
     assert args["--log-driver"] == alice["logging"]["driver"] == "json-file"
     log_options = [value.split("=", 1) for flag, value in pairs if flag == "--log-opt"]
     assert dict(log_options) == alice["logging"]["options"]
-    assert len(pairs) == 3 + len(log_options)
+    # The engine's wait is compose's stop_grace_period; the entrypoint's grace is the member's own.
+    assert f"{args['--stop-timeout']}s" == alice["stop_grace_period"] == "35s"
+    assert args["--env"] == f"STOP_GRACE_SECONDS={alice['environment']['STOP_GRACE_SECONDS']}"
+    assert len(pairs) == 5 + len(log_options)

@@ -61,7 +61,7 @@ def box(module_tracked: TrackedContainer, keypair: KeyPair) -> Iterator[Containe
 
 def test_a_notebook_job_saves_its_output_cell_by_cell_with_no_client(module_tracked: TrackedContainer,
                                                                      box: Container) -> None:
-    code, out = job(module_tracked, box, "run", f"{HOME}/work/grow.ipynb", "-p", "PAUSE", "3")
+    code, out = job(module_tracked, box, "run", f"{HOME}/work/grow.ipynb", "-p", "PAUSE", "4")
     assert code == 0, out
     ident = job_id(out)
     output = f"{HOME}/work/jobs/{ident}/output.ipynb"
@@ -86,9 +86,9 @@ def test_a_notebook_job_saves_its_output_cell_by_cell_with_no_client(module_trac
     # papermill put the parameter after the tagged cell, where the notebook reads it.
     cells = json.loads(read(module_tracked, box, output))["cells"]
     injected = [c for c in cells if "injected-parameters" in c["metadata"].get("tags", [])]
-    assert len(injected) == 1 and "PAUSE = 3" in "".join(injected[0]["source"]), cells[:3]
+    assert len(injected) == 1 and "PAUSE = 4" in "".join(injected[0]["source"]), cells[:3]
     meta = json.loads(read(module_tracked, box, f"{HOME}/work/jobs/{ident}/job.json"))
-    assert meta["parameters"] == {"PAUSE": 3}
+    assert meta["parameters"] == {"PAUSE": 4}
     assert meta["provenance"]["tensorflow"]["version"] == "2.9.3"
     assert meta["provenance"]["image"]["name"] == "tf29-env"
 
@@ -174,14 +174,19 @@ def test_an_idle_kernel_is_shut_down_and_a_busy_one_kept(module_tracked: Tracked
     base = f"http://{LOOPBACK}:{port}/"
     idle, busy = LabKernel(base, TOKEN), LabKernel(base, TOKEN)
     try:
-        status, _ = busy.execute("import time")
-        assert status == "ok"
-        busy.send("time.sleep(300)")  # silent and busy, as a fit with verbose=0
-
         def kernels() -> dict[str, str]:
             response = requests.get(f"{base}api/kernels", headers={"Authorization": f"token {TOKEN}"}, timeout=10)
             return {k["id"]: k["execution_state"] for k in response.json()}
 
+        def server_follows() -> bool:
+            # The server learns a kernel's state from an IOPub subscription of its own, which may join after
+            # the kernel started (under load): quick cells until it has seen one, or it would miss "busy".
+            status, shown = busy.execute("import time")
+            assert status == "ok", shown
+            return kernels().get(busy.id) == "idle"
+
+        wait_until(server_follows, timeout=90, interval=1, what="the server following the kernel's state")
+        busy.send("time.sleep(300)")  # silent and busy, as a fit with verbose=0
         wait_until(lambda: kernels().get(busy.id) == "busy", timeout=30, what="the busy kernel busy")
         # Within twice the timeout, and some for a loaded host.
         def gone() -> datetime | None:
