@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from jobs import procs, provenance, store
 from jobs.supervise import JOB_MAIN, supervise
@@ -90,6 +90,15 @@ def foreground_asked(args: argparse.Namespace) -> bool:
     return bool(args.foreground) or os.environ.get("JOB_FOREGROUND") == "1"
 
 
+def wait_for(done: Callable[[], bool], seconds: float, failure: str) -> None:
+    """Poll DONE until it holds; after SECONDS, the one line FAILURE."""
+    deadline = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() > deadline:
+            raise store.JobError(failure)
+        time.sleep(0.05)
+
+
 def start(folder: str, foreground: bool) -> int:
     if foreground:
         record = store.read(folder)
@@ -103,14 +112,11 @@ def start(folder: str, foreground: bool) -> int:
         subprocess.Popen(
             [sys.executable, JOB_MAIN, "_supervise", folder], cwd="/", stdin=subprocess.DEVNULL,
             stdout=log, stderr=log, start_new_session=True)
-    deadline = time.monotonic() + START_TIMEOUT
-    while not store.is_running(folder):
-        record = store.read(folder)
-        if record.get("attempts") and record["attempts"][-1].get("ended"):
-            break  # so quick that it ended already
-        if time.monotonic() > deadline:
-            raise store.JobError(f"the job in {folder} did not start in {START_TIMEOUT} s (see {store.LOG} there)")
-        time.sleep(0.05)
+    def started() -> bool:
+        attempts = store.read(folder).get("attempts")
+        return store.is_running(folder) or bool(attempts and attempts[-1].get("ended"))  # or so quick it ended
+
+    wait_for(started, START_TIMEOUT, f"the job in {folder} did not start in {START_TIMEOUT} s (see {store.LOG} there)")
     record = store.read(folder)
     print(f"{record['id']}\t{folder}")
     return 0
@@ -174,11 +180,8 @@ def cmd_stop(args: argparse.Namespace) -> int:
     if not store.is_running(folder):
         raise store.JobError(f"job {record['id']} is not running ({record['state']})", 2)
     os.kill(int(record["pid"]), signal.SIGINT)
-    deadline = time.monotonic() + store.stop_grace() + 10
-    while store.is_running(folder):
-        if time.monotonic() > deadline:
-            raise store.JobError(f"job {record['id']} did not stop in {store.stop_grace() + 10} s")
-        time.sleep(0.1)
+    seconds = store.stop_grace() + 10
+    wait_for(lambda: not store.is_running(folder), seconds, f"job {record['id']} did not stop in {seconds} s")
     record = store.read(folder)
     print(f"{record['id']}: {record['state']} (exit code {record.get('exit_code')})")
     return 0

@@ -74,8 +74,8 @@ def signal_tree(pid: int, signum: int) -> None:
 
 
 class Supervisor:
-    def __init__(self, folder: str, foreground: bool, echo: IO[str] | None) -> None:
-        self.folder, self.foreground, self.echo = folder, foreground, echo
+    def __init__(self, folder: str, echo: IO[str] | None) -> None:
+        self.folder, self.echo = folder, echo  # echo: also print the output (a foreground run)
         self.grace = store.stop_grace()
         self.worker: subprocess.Popen[bytes] | None = None
         self.stop_asked: float | None = None
@@ -170,4 +170,4 @@ class Supervisor:
 
 
 def supervise(folder: str, foreground: bool) -> int:
-    return Supervisor(folder, foreground, sys.stdout if foreground else None).run()
+    return Supervisor(folder, sys.stdout if foreground else None).run()
