@@ -3,7 +3,7 @@
 
 import sys
 
-from tf29env.errors import EXIT_INPUT
+from tf29env.core.errors import EXIT_INPUT
 
 try:
     from tf29env.cli import main

@@ -25,9 +25,9 @@ from docker import DockerClient
 from bench import builds, contexts
 from bench.errors import BenchError
 from bench.stats import summarize
-from tf29env import engine
-from tf29env.build.variants import Variant
-from tf29env.log import Log
+from tf29env.core import engine
+from tf29env.core.log import Log
+from tf29env.core.variants import Variant
 
 TAG_PREFIX = "tf29-env:bench-buildkit-"
 MISSING = "docker buildx is missing: scripts/host-setup.sh installs it"

@@ -1,4 +1,4 @@
-"""Build timings: a cold build through build.py's own code (tf29env.build.pipeline.build, no cache),
+"""Build timings: a cold build through build.py's own code (tf29env.pipeline.build, no cache),
 then warm single-pass rebuilds of changed copies of its context (bench.contexts)."""
 
 import io
@@ -9,12 +9,12 @@ from pathlib import Path
 from docker import DockerClient
 
 from bench import contexts
-from tf29env import engine
-from tf29env.build import cacerts, dockerbuild
-from tf29env.build.network import NetworkInputs
-from tf29env.build.pipeline import BuildRequest, BuildResult, build
-from tf29env.build.variants import Variant
-from tf29env.log import Log
+from tf29env.core import engine
+from tf29env.core.log import Log
+from tf29env.core.variants import Variant
+from tf29env.imagebuild import cacerts, dockerbuild
+from tf29env.imagebuild.network import NetworkInputs
+from tf29env.pipeline import BuildRequest, BuildResult, build
 
 
 def ca_args(ca_certs: list[Path]) -> dict[str, str]:

@@ -23,12 +23,12 @@ from bench import builds, contexts, floor, incontainer, machine, official, repor
 from bench.errors import BenchError
 from bench.stats import ratio, summarize
 from testkit.ssh import make_keypair
-from tf29env import engine
-from tf29env.build.variants import CPU, GPU, VARIANTS, Variant
-from tf29env.errors import EXIT_ENGINE, UserError
-from tf29env.log import Log
-from tf29env.paths import REPO
-from tf29env.release import labels, tags
+from tf29env.core import engine, labels
+from tf29env.core.errors import EXIT_ENGINE, UserError
+from tf29env.core.log import Log
+from tf29env.core.paths import REPO
+from tf29env.core.variants import CPU, GPU, VARIANTS, Variant
+from tf29env.release import tags
 
 DEFAULT_OUTPUT = REPO / "bench" / "results" / "latest.json"
 HOST_CA_DIR = Path("/usr/local/share/ca-certificates")

@@ -1,17 +1,17 @@
-"""Build contexts for the warm-rebuild cases: the context build.py sends (tf29env.build.context.write),
+"""Build contexts for the warm-rebuild cases: the context build.py sends (tf29env.imagebuild.context.write),
 with one file changed in the copy only. The working tree is never touched, since others edit it."""
 
 import io
 import tarfile
 from collections.abc import Callable
 
-from tf29env.build import context
+from tf29env.imagebuild import context
 
 # The warm cases: which context file each one touches. A comment appended at the end changes the
 # file's checksum (so the classic builder's cache misses from that COPY on) and nothing else.
 TOUCHES = {
     "entrypoint": "image/entrypoint.sh",
-    "selfcheck": "image/selfcheck/__init__.py",
+    "selfcheck": "image/python/tf29image/selfcheck/__init__.py",
     "requirements": "requirements.txt",
 }
 

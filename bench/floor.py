@@ -2,7 +2,7 @@
 shared objects and Python files, JupyterLab, numpy, pandas, matplotlib, everything they require,
 and Python itself) against what its layers add; the gap, grouped by what pulled each part in.
 
-Read from the image (tf29env.facts.inventory, the build's own probe: on-disk bytes per pip
+Read from the image (tf29env.core.facts.inventory, the build's own probe: on-disk bytes per pip
 distribution, dpkg's packages) and its base (dpkg's database), so that our image and the official
 recipe are judged the same way.
 The requirement graph is pip's and dpkg's own metadata: a part is in the floor when a root
@@ -19,8 +19,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from bench.errors import BenchError
-from tf29env import engine
-from tf29env.facts import dist_bytes, inventory
+from tf29env.core import engine
+from tf29env.core.facts import dist_bytes, inventory
 
 PIP_ROOTS = ("tensorflow", "jupyterlab", "numpy", "pandas", "matplotlib")
 TF_NAMES = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu")

@@ -26,7 +26,7 @@ from bench.errors import BenchError
 from bench.stats import Summary, summarize
 from testkit.containers import TrackedContainer
 from testkit.wait import wait_until
-from tf29env import engine
+from tf29env.core import engine
 
 TRAINING = "/home/jovyan/quickstart/5-training-job.ipynb"
 SHORT = "/tmp/short.py"  # noqa: S108 - inside a throwaway container

@@ -24,10 +24,10 @@ from bench.builds import drop_replaced, previous_id
 from bench.errors import BenchError
 from bench.startup import POLL_S, jupyter_answers
 from testkit.containers import TrackedContainer
-from tf29env import engine
-from tf29env.build import dockerbuild
-from tf29env.log import Log
-from tf29env.paths import REPO
+from tf29env.core import engine
+from tf29env.core.log import Log
+from tf29env.core.paths import REPO
+from tf29env.imagebuild import dockerbuild
 
 OFFICIAL_TAG = "tf29-env:bench-official"
 DOCKERFILE = REPO / "bench" / "official" / "Dockerfile"

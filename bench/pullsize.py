@@ -31,10 +31,10 @@ from docker import DockerClient
 from bench import builds, contexts, layers
 from bench.errors import BenchError
 from testkit.registry import RegistryUnavailable, local_registry
-from tf29env import engine
-from tf29env.build import dockerbuild
-from tf29env.build.variants import Variant
-from tf29env.log import Log
+from tf29env.core import engine
+from tf29env.core.log import Log
+from tf29env.core.variants import Variant
+from tf29env.imagebuild import dockerbuild
 
 MANIFEST_V2 = "application/vnd.docker.distribution.manifest.v2+json"
 PUSH_TAG = "bench"

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import machine, sidereport, targets
-from tf29env.build.variants import GPU
+from tf29env.core.variants import GPU
 from tf29env.release.manifest import human_size
 
 SCHEMA = "tf29-env/bench/v1"

@@ -11,8 +11,8 @@ from typing import Any
 from docker import DockerClient
 
 from bench import builders, builds, floor, official, pullsize
-from tf29env.build.variants import GPU, VARIANTS
-from tf29env.log import Log
+from tf29env.core.log import Log
+from tf29env.core.variants import GPU, VARIANTS
 
 OFFICIAL_PYTHON = "python3"  # the recipe installs into the system Python
 

@@ -9,9 +9,8 @@ from docker import DockerClient
 
 from bench import layers
 from bench.errors import BenchError
-from tf29env import engine
-from tf29env.facts import dist_bytes, inventory
-from tf29env.release import labels
+from tf29env.core import engine, labels
+from tf29env.core.facts import dist_bytes, inventory
 
 TOP_PACKAGES = 10
 TOP_LAYERS = 5

@@ -13,9 +13,9 @@ from docker import DockerClient
 
 from bench import builds, contexts, incontainer, sizes
 from bench.sizes import ImageSize
-from tf29env import engine
-from tf29env.build.variants import Variant
-from tf29env.log import Log
+from tf29env.core import engine
+from tf29env.core.log import Log
+from tf29env.core.variants import Variant
 
 SLIM_TAG_PREFIX = "tf29-env:bench-slim-"
 # The du figures (bench.sizes.WEIGHT) of what the slim Dockerfile removes: the expected saving.

@@ -26,7 +26,8 @@ BLOCK = "x-member"
 ENV_BLOCK = "x-member-env"
 # What the engine waits beyond the entrypoint's grace before it kills: the services' own stop.
 STOP_MARGIN = 5
-# The image's own limits (image/jobs/store.py, image/startup/plan.py), checked here before a container goes.
+# The image's own limits (image/python/tf29image/jobs/store.py, image/python/tf29image/startup/values.py),
+# checked here before a container goes.
 STOP_GRACE_MAX = 3600
 KERNEL_IDLE_MAX = 604800
 # ${NAME:-default}: the default is what a run without that setting gets.

@@ -26,7 +26,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import gpus
+if __package__:  # compose.member, as the team hub and the tests import it
+    from compose import gpus
+else:  # python3 compose/member.py, as the docs and compose.mk run it: this file's folder is on sys.path
+    import gpus  # type: ignore[import-not-found, no-redef]
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")

@@ -19,10 +19,9 @@ from pathlib import Path
 
 import docker
 import docker.errors
-import gpus
-import memlock
 import requests
 
+from compose import gpus, memlock
 from hub import REPO, gpuplan
 from hub import settings as hub_settings
 from hub.settings import EXIT_CONFIG, HUB_DIR, HUB_LABEL, HubConfigError, Settings

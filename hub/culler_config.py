@@ -3,9 +3,9 @@
 The culler stops a server when the hub's last_activity for it is older than the timeout. That
 time comes from the proxy's traffic and from the server's own reports, which send jupyter_server's
 last_activity(): the latest of its start, API requests and kernel *messages*. The image adds its
-running jobs and busy kernels to it (image/jobs/activity.py); an image from before that does not,
-so there a kernel that runs a long cell without printing sends nothing, and a silent training run
-looks idle and would be culled mid-epoch. So before culling, this hook asks the server itself
+running jobs and busy kernels to it (image/python/tf29image/jobs/activity.py); an image from before
+that does not, so there a kernel that runs a long cell without printing sends nothing, and a silent
+training run looks idle and would be culled mid-epoch. So before culling, this hook asks the server itself
 (GET /user/NAME/api/kernels at the server's own address, with the culler's token, which holds
 access:servers) and keeps it while any kernel's execution_state is "busy"; asking neither goes
 through the proxy nor counts as activity, so a server idle again after a long run is culled one

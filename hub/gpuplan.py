@@ -17,8 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-import gpus
-
+from compose import gpus
 from hub.settings import (
     GPU_SHARE,
     GPUS_AUTO,

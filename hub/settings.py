@@ -11,10 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import gpus
-import limits
-import memlock
-
+from compose import gpus, limits, memlock
 from hub import REPO
 
 HUB_DIR = REPO / "hub"

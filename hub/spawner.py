@@ -12,12 +12,11 @@ import html
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
-import gpus
-import limits
 from docker.errors import NotFound
 from dockerspawner import DockerSpawner
 from tornado import web
 
+from compose import gpus, limits
 from hub import REPO, sshaccess
 from hub import settings as hub_settings
 from hub.gpuplan import GpuUnavailable, Plan, Profile

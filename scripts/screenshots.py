@@ -30,7 +30,7 @@ from testkit.browser import (
 from testkit.containers import TrackedContainer
 from testkit.jupyter import put_file
 from tests.hub.hubrun import ADMIN, HUB_PYTHON, HubRun, hub_environment
-from tf29env import engine
+from tf29env.core import engine
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "docs" / "img"

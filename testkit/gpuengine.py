@@ -43,6 +43,7 @@ from docker import DockerClient
 from docker.models.containers import Container
 
 from testkit.wait import wait_until
+from tf29image.common import pid_alive
 
 # Short: containerd's shim sockets live under the exec root and a socket path has at most 107 bytes.
 ROOT_PREFIX = "tf29gpu-"
@@ -123,16 +124,6 @@ def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return result
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def processes_of(root: Path) -> list[int]:
     """Processes whose command line names ROOT: its dockerd, containerd and shims, nobody else's."""
     found = []
@@ -175,7 +166,7 @@ def clean_stale(tmp: Path) -> None:
             recorded = json.loads(state.read_text())
         except (OSError, ValueError):
             continue
-        if _alive(int(recorded.get("pid", 0))):
+        if pid_alive(int(recorded.get("pid", 0))):
             continue
         _kill_processes_of(root)
         _ip("link", "delete", str(recorded["bridge"]), check=False)

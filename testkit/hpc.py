@@ -32,9 +32,9 @@ from docker.models.containers import Container
 
 from testkit.containers import LOOPBACK
 from testkit.net import free_host_port
-from tf29env import engine
-from tf29env.build import context, dockerbuild
-from tf29env.paths import REPO, cache_dir
+from tf29env.core import engine
+from tf29env.core.paths import REPO, cache_dir
+from tf29env.imagebuild import context, dockerbuild
 
 NODE_DIR = REPO / "tests" / "hpc" / "node"
 HUB_DIR = REPO / "tests" / "hpc" / "hub"

@@ -1,4 +1,4 @@
-"""Driving `job` (image/jobs/) in a container of the image as its user does: through `docker exec`,
+"""Driving `job` (image/python/tf29image/jobs/) in a container of the image as its user does: through `docker exec`,
 reading `job list --json` and the job's files."""
 
 import json

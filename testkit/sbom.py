@@ -3,7 +3,8 @@
 import json
 from typing import Any
 
-from tf29env.release import labels, tags
+from tf29env.core import labels
+from tf29env.release import tags
 from tf29env.supplychain.sbom import PROP_TAG
 
 

@@ -13,10 +13,9 @@ from docker import DockerClient
 
 from testkit.containers import TrackedContainer
 from testkit.ssh import KeyPair, make_keypair
-from tf29env import engine
-from tf29env.build.pipeline import BuildRequest, build, last_image_commit, source_date
-from tf29env.build.variants import DEFAULT_VARIANT, VARIANTS
-from tf29env.release import labels
+from tf29env.core import engine, labels
+from tf29env.core.variants import DEFAULT_VARIANT, VARIANTS
+from tf29env.pipeline import BuildRequest, build, last_image_commit, source_date
 
 # Debian keeps locally added CAs here; behind a TLS-intercepting proxy the build needs them.
 HOST_EXTRA_CAS = Path("/usr/local/share/ca-certificates")

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import NoReturn
 
 from tf29env import commands
-from tf29env.build.variants import DEFAULT_VARIANT, REPOSITORY, VARIANTS
-from tf29env.errors import EXIT_INTERRUPTED, UserError
-from tf29env.paths import DEFAULT_OUTPUT, REPO, SIZE_BASELINE
-from tf29env.release import labels
+from tf29env.core import labels
+from tf29env.core.errors import EXIT_INTERRUPTED, UserError
+from tf29env.core.paths import DEFAULT_OUTPUT, REPO, SIZE_BASELINE
+from tf29env.core.variants import DEFAULT_VARIANT, REPOSITORY, VARIANTS
 from tf29env.supplychain.vulns import ALLOWLIST, SERVICES
 
 

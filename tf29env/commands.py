@@ -10,17 +10,17 @@ from typing import Any
 
 from docker import DockerClient
 
-from tf29env import engine
-from tf29env.build import standin
-from tf29env.build.network import NetworkInputs
-from tf29env.build.pipeline import BuildRequest, BuildResult, build, source_date
-from tf29env.build.variants import VARIANTS
-from tf29env.errors import EXIT_BUILD, EXIT_INPUT, EXIT_TEST, EXIT_VULNERABLE, UserError
-from tf29env.facts import inventory
-from tf29env.log import Log
-from tf29env.paths import REPO
+from tf29env.core import engine, labels, records
+from tf29env.core.errors import EXIT_BUILD, EXIT_INPUT, EXIT_TEST, EXIT_VULNERABLE, UserError
+from tf29env.core.facts import inventory
+from tf29env.core.log import Log
+from tf29env.core.paths import REPO
+from tf29env.core.variants import VARIANTS
+from tf29env.imagebuild import standin
+from tf29env.imagebuild.network import NetworkInputs
+from tf29env.pipeline import BuildRequest, BuildResult, build, source_date
 from tf29env.progress import Progress
-from tf29env.release import export, labels, manifest, push, records, sizegate, tags
+from tf29env.release import export, manifest, push, sizegate, tags
 from tf29env.release.verify import verify
 from tf29env.supplychain import licenses, sbom, vulns
 

@@ -11,7 +11,7 @@ import sys
 import time
 from typing import TextIO
 
-from tf29env.build.dockerbuild import STEP_RE
+from tf29env.imagebuild.dockerbuild import STEP_RE
 
 # The tool's own messages start with this and stay on screen, like the build's steps.
 NOTE = "==> "

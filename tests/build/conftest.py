@@ -22,7 +22,7 @@ from docker import DockerClient
 from testkit.registry import local_registry
 from tests.conftest import host_ca_certs
 from tf29env.commands import BUILDER_TESTS_ENV
-from tf29env.paths import REPO
+from tf29env.core.paths import REPO
 
 REPOSITORY = "tf29-env-buildtest"
 # The default index, named explicitly: the build works as without it, and the history shows it. The

@@ -19,10 +19,9 @@ from docker import DockerClient
 from tests.build.conftest import INDEX, REPOSITORY, build_py, untag_repository
 from tests.conftest import host_ca_certs
 from tests.image.test_image_contents import CA_PROBE, ca_needles, host_cas
-from tests.unit.test_build_context import TEST_CA, TEST_CA_SHA256
-from tf29env import engine
-from tf29env.build import cacerts
-from tf29env.release import labels
+from tests.unit.tf29env.imagebuild.test_context import TEST_CA, TEST_CA_SHA256
+from tf29env.core import engine, labels
+from tf29env.imagebuild import cacerts
 
 KEPT_REPOSITORY = f"{REPOSITORY}-ca"
 

@@ -11,8 +11,8 @@ import pytest
 from docker import DockerClient
 
 from tests.build.conftest import REPOSITORY, build_py, ca_args, untag_repository
-from tf29env import engine
-from tf29env.build.variants import STANDIN_OS
+from tf29env.core import engine
+from tf29env.core.variants import STANDIN_OS
 from tf29env.release import sizegate
 
 BROKEN_BASE = f"{REPOSITORY}-broken:no-apt"

@@ -11,7 +11,7 @@ import requests
 from docker import DockerClient
 
 from tests.build.conftest import REPOSITORY, build_py, untag_repository
-from tf29env import engine
+from tf29env.core import engine
 
 
 def test_push_every_tag_and_pull_back_by_digest(built: dict[str, dict[str, Any]], registry: str, output_dir: Path,

@@ -14,13 +14,11 @@ from docker import DockerClient
 
 from testkit.sbom import normalized
 from tests.build.conftest import build_py
-from tf29env import engine
-from tf29env.build import finallayer
-from tf29env.build.variants import CUDA_SONAMES
-from tf29env.errors import EXIT_NO_DATABASE
-from tf29env.facts import inventory
-from tf29env.release import labels
-from tf29env.release.records import SBOM_FILE
+from tf29env.core import engine, labels
+from tf29env.core.errors import EXIT_NO_DATABASE
+from tf29env.core.facts import inventory
+from tf29env.core.records import SBOM_FILE
+from tf29env.core.variants import CUDA_SONAMES
 from tf29env.supplychain import licenses, nvidia, sbom
 
 VARIANTS = ["cpu", "gpu"]
@@ -49,7 +47,7 @@ def test_the_sbom_is_beside_the_manifest_and_in_the_image(variant: str, built: d
     text = path.read_text()
     sbom.validate(text, str(path))
     image_labels = labels.of_image(engine.inspect(docker_client, record["id"]))
-    assert image_labels[labels.SBOM] == finallayer.SBOM_PATH
+    assert image_labels[labels.SBOM] == sbom.SBOM_PATH
     status, inside = in_image(docker_client, record["id"], "cat", image_labels[labels.SBOM])
     assert status == 0 and inside == text
     root = json.loads(text)["metadata"]["component"]

@@ -10,9 +10,8 @@ import pytest
 from docker import DockerClient
 
 from tests.build.conftest import REPOSITORY, build_py, ca_args, untag_repository
-from tf29env import engine
-from tf29env.build.variants import VARIANTS as BUILD_VARIANTS
-from tf29env.release import labels
+from tf29env.core import engine, labels
+from tf29env.core.variants import VARIANTS as BUILD_VARIANTS
 
 # What the stand-in bases hold: Debian 11's python3 (3.9), TF 2.9.3 built for CUDA 11.2 / cuDNN 8.
 FULL_TAGS = {"gpu": "2.9.3-gpu-cuda11.2-cudnn8-py3.9-debian11", "cpu": "2.9.3-cpu-py3.9-debian11"}

@@ -17,12 +17,12 @@ import pytest
 from docker import DockerClient
 
 from tests.conftest import BUILD_LOG, host_ca_certs
-from tf29env.build import standin
-from tf29env.build.cacerts import CA_BUILD_ARG
-from tf29env.build.context import CONTEXT_PATHS
-from tf29env.build.variants import VARIANTS
 from tf29env.commands import BUILDER_TESTS_ENV
-from tf29env.paths import REPO
+from tf29env.core.paths import REPO
+from tf29env.core.variants import VARIANTS
+from tf29env.imagebuild import standin
+from tf29env.imagebuild.cacerts import CA_BUILD_ARG
+from tf29env.imagebuild.context import CONTEXT_PATHS
 
 TAG = "tf29-env:test-buildkit"
 LOG = BUILD_LOG.with_name("test-buildkit-build.log")

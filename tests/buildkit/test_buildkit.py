@@ -16,7 +16,7 @@ from testkit.jupyter import api_status
 from testkit.ssh import KeyPair, connect, run
 from tests.buildkit.conftest import LOG, buildx, user_context
 from tests.image.test_image_contents import CA_PROBE, ca_needles, host_cas, scan_layers
-from tests.unit.test_build_context import TEST_CA, TEST_CA_SHA256
+from tests.unit.tf29env.imagebuild.test_context import TEST_CA, TEST_CA_SHA256
 
 TOKEN = "tok-buildkit-5b7e0c2a"
 

@@ -1,13 +1,14 @@
 """What the cluster values must agree with, read from its one home in the image's sources: the dev
 user's name and ids (the Dockerfile's ARGs), the GPUs the image exposes by default (its ENV), and
-the capabilities the entrypoint needs as root (image/startup/plan.py: check_capabilities)."""
+the capabilities the entrypoint needs as root (image/python/tf29image/startup/privileges.py:
+check_capabilities)."""
 
 import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO / "Dockerfile"
-PLANNER = REPO / "image" / "startup" / "plan.py"
+PLANNER = REPO / "image" / "python" / "tf29image" / "startup" / "privileges.py"
 
 # Kubernetes' "baseline" Pod Security Standard allows adding only these capabilities
 # (kubernetes.io/docs/concepts/security/pod-security-standards, "Capabilities").

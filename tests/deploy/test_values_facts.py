@@ -6,12 +6,12 @@ stop's grace and idle kernels."""
 import re
 from typing import Any
 
-import limits
 import pytest
 
+from compose import limits
 from tests.deploy import image_facts
 from tests.deploy.chart import Values, merged_values, our_values
-from tf29env.build import variants
+from tf29env.core import variants
 from tf29env.release import push, tags
 
 GPU_RESOURCE = "nvidia.com/gpu"

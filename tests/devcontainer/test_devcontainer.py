@@ -13,7 +13,7 @@ from docker import DockerClient
 
 from testkit.wait import wait_until
 from tests.devcontainer.conftest import Workspace, unique_volume
-from tf29env.paths import REPO
+from tf29env.core.paths import REPO
 
 pytestmark = pytest.mark.image
 

@@ -14,7 +14,7 @@ from testkit import gpuengine
 from testkit.gpuengine import GpuEngine
 from tests.devcontainer.conftest import devcontainer_cli, host_user
 from tests.hub.hubrun import install_tools
-from tf29env.paths import cache_dir
+from tf29env.core.paths import cache_dir
 
 __all__ = ["devcontainer_cli", "host_user"]  # the dev container tests' fixtures, for test_devcontainer_gpu
 

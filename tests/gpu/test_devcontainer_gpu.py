@@ -15,7 +15,7 @@ import pytest
 from testkit.gpuengine import GpuEngine, visible_devices
 from tests.devcontainer.conftest import HostUser, Workspace, project_folder, unique_volume
 from tests.gpu.conftest import assert_no_gpu_holders
-from tf29env.paths import REPO
+from tf29env.core.paths import REPO
 
 EXAMPLE = REPO / "examples" / "devcontainer" / "gpu" / "devcontainer.json"
 

@@ -31,7 +31,7 @@ from testkit.terminal import LabTerminal, type_command
 from testkit.wait import wait_until
 from testkit.wheels import build_wheel, module_files
 from tests.gpu.conftest import assert_no_gpu_holders
-from tf29env.paths import REPO
+from tf29env.core.paths import REPO
 
 NAME = "tf29-env"  # the Makefile's container
 VOLUMES = ("tf29-env-work", "tf29-env-hostkeys", "tf29-env-nv", "tf29-env-local")

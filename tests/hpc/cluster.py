@@ -15,7 +15,7 @@ from docker.models.networks import Network
 
 from testkit import hpc
 from testkit.wait import wait_until
-from tf29env.paths import REPO
+from tf29env.core.paths import REPO
 
 SLURM_CONF = """\
 ClusterName=tf29

@@ -19,7 +19,7 @@ from docker import DockerClient
 from testkit import hpc
 from testkit.ssh import KeyPair
 from tests.hpc.cluster import Cluster
-from tf29env.paths import REPO, cache_dir
+from tf29env.core.paths import REPO, cache_dir
 
 LOG = REPO / "build-output" / "hpc.log"
 USERS = {"alice": 2001, "bob": 2002}

@@ -12,8 +12,8 @@ from typing import Any
 
 from docker import DockerClient
 
-from tf29env.paths import REPO
-from tf29env.release import labels
+from tf29env.core import labels
+from tf29env.core.paths import REPO
 
 
 def test_the_archive_holds_the_image_with_its_tags_and_labels(

@@ -7,11 +7,11 @@ import html
 from dataclasses import dataclass
 
 import docker
-import limits
 import paramiko
 import pytest
 import requests
 
+from compose import limits
 from hub import settings as hub_settings
 from testkit import ssh
 from testkit.ssh import KeyPair

@@ -39,7 +39,7 @@ from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from tf29env.paths import REPO
+from tf29env.core.paths import REPO
 
 REQUIREMENTS = REPO / "requirements.txt"
 DOCKERFILE = REPO / "Dockerfile"

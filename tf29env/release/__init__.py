@@ -1,1 +1,1 @@
-"""Releasing a built image: tags, labels, manifest, build records, the size gate, verify, push, export."""
+"""Releasing a built image: tags, manifest, the size gate, verify, push, export."""

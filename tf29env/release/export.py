@@ -13,10 +13,9 @@ from typing import Any
 
 from docker import DockerClient
 
-from tf29env import engine
-from tf29env.errors import EXIT_BUILD, EXIT_INPUT, UserError
-from tf29env.log import Log
-from tf29env.release import labels
+from tf29env.core import engine, labels
+from tf29env.core.errors import EXIT_BUILD, EXIT_INPUT, UserError
+from tf29env.core.log import Log
 
 SIF_MODES = ("auto", "yes", "no")
 APPTAINER_COMMANDS = ("apptainer", "singularity")

@@ -8,9 +8,8 @@ from typing import Any
 
 from docker import DockerClient
 
-from tf29env import engine
-from tf29env.release import labels
-from tf29env.release.records import MANIFEST_FILES
+from tf29env.core import engine, labels
+from tf29env.core.records import MANIFEST_FILES
 
 SELFCHECK = ["/usr/local/bin/selfcheck"]
 SELFCHECK_LINES = 40
@@ -45,7 +44,7 @@ class Manifest:
 
 def collect(client: DockerClient, *, image: str, refs: list[str], facts: dict[str, Any], inventory: dict[str, Any],
             build_inputs: dict[str, str]) -> Manifest:
-    """The manifest of a built image, from its facts and inventory (tf29env.facts) and a self-check run."""
+    """The manifest of a built image, from its facts and inventory (tf29env.core.facts) and a self-check run."""
     attrs = engine.inspect(client, image)
     config_labels = labels.of_image(attrs)
     status, output = engine.run_command(client, image, SELFCHECK)

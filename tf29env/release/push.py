@@ -13,9 +13,9 @@ from typing import Any
 import docker.errors
 from docker import DockerClient
 
-from tf29env import engine
-from tf29env.errors import EXIT_PUSH, UserError
-from tf29env.log import Log
+from tf29env.core import engine
+from tf29env.core.errors import EXIT_PUSH, UserError
+from tf29env.core.log import Log
 from tf29env.release import tags
 
 REGISTRY_RE = re.compile(

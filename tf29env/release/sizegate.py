@@ -10,9 +10,9 @@ from typing import Any
 
 from docker import DockerClient
 
-from tf29env.errors import EXIT_BUILD, UserError
-from tf29env.facts import dist_bytes
-from tf29env.log import Log
+from tf29env.core.errors import EXIT_BUILD, UserError
+from tf29env.core.facts import dist_bytes
+from tf29env.core.log import Log
 from tf29env.release.manifest import human_size
 
 DEFAULT_MAX_GROWTH = 20.0

@@ -15,10 +15,10 @@ import datetime
 import re
 from dataclasses import dataclass
 
-from tf29env.build.variants import VARIANTS
-from tf29env.errors import UserError
-from tf29env.facts import ImageFacts
-from tf29env.release import labels
+from tf29env.core import labels
+from tf29env.core.errors import UserError
+from tf29env.core.facts import ImageFacts
+from tf29env.core.variants import VARIANTS
 
 # Docker's grammar for references, less digests: [host[:port]/]path[:tag].
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"

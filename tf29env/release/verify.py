@@ -5,12 +5,12 @@ its Python packages' requirements are met (`pip check`)."""
 
 from docker import DockerClient
 
-from tf29env import engine
-from tf29env.build import devcontainer
-from tf29env.errors import EXIT_TEST, UserError
-from tf29env.facts import probe
-from tf29env.log import Log
-from tf29env.release import labels, tags
+from tf29env.core import engine, labels
+from tf29env.core.errors import EXIT_TEST, UserError
+from tf29env.core.facts import probe
+from tf29env.core.log import Log
+from tf29env.imagebuild import devcontainer
+from tf29env.release import tags
 
 
 def verify(client: DockerClient, image: str, log: Log) -> list[str]:

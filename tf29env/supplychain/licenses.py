@@ -1,4 +1,4 @@
-"""The license summary of an image, read from its SBOM (CycloneDX JSON, tf29env/sbom.py): the Python
+"""The license summary of an image, read from its SBOM (CycloneDX JSON, tf29env/supplychain/sbom.py): the Python
 stack counted by license, the packages whose license is unknown or copyleft named one by one, and
 the NVIDIA libraries with their terms and where the image keeps them. Written as licenses.json (for
 machines) and licenses.md (for people) next to the SBOM."""
@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tf29env.release.records import LICENSE_FILES, write_json
+from tf29env.core.records import LICENSE_FILES, write_json
 from tf29env.supplychain.sbom import PROP_LICENSE_FILE
 
 UNKNOWN = "unknown"

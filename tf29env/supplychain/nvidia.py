@@ -1,8 +1,8 @@
-"""The NVIDIA wheels behind the stand-in's CUDA libraries (tf29env/build/standin.py): which wheel each
+"""The NVIDIA wheels behind the stand-in's CUDA libraries (tf29env/imagebuild/standin.py): which wheel each
 library came from, and the wheel's license file, which the gpu image then carries beside its SBOM.
 
 The stand-in copies only the shared libraries out of the wheels; their license terms travel with
-the image through the final layer (tf29env/build/finallayer.py), read here from the same cached wheels.
+the image through the final layer (tf29env/finallayer.py), read here from the same cached wheels.
 On the official nvidia/cuda base the libraries are dpkg's and the base carries NVIDIA's terms.
 """
 
@@ -11,13 +11,13 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from tf29env.build import standin
-from tf29env.build.variants import CUDA_WHEELS, STANDIN_CUDA
-from tf29env.log import Log
-from tf29env.supplychain.sbom import NvidiaSource
+from tf29env.core.log import Log
+from tf29env.core.variants import CUDA_WHEELS, STANDIN_CUDA
+from tf29env.imagebuild import standin
+from tf29env.supplychain.sbom import DOC_DIR, NvidiaSource
 
-# Where the image keeps the wheels' license files (beside the SBOM, tf29env/build/finallayer.py's DOC_DIR).
-LICENSE_DIR = "/usr/share/doc/tf29-env/licenses/nvidia"
+# Where the image keeps the wheels' license files (beside the SBOM).
+LICENSE_DIR = f"{DOC_DIR}/licenses/nvidia"
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """The image's CycloneDX SBOM: made with cyclonedx-python-lib from what a throwaway container of the
-built image reports (image/probes/inventory.py), validated against CycloneDX's own schema.
+built image reports (image/python/tf29image/probes/inventory.py), validated against CycloneDX's own schema.
 
 Components: the image itself (the root, with its tags and OCI labels: revision, base and its
 digest), every Python distribution in the venv (pkg:pypi), every dpkg package (pkg:deb, with the
@@ -27,10 +27,14 @@ from cyclonedx.validation.json import JsonStrictValidator
 from packageurl import PackageURL
 from packaging.utils import canonicalize_name
 
-from tf29env.errors import EXIT_BUILD, UserError
-from tf29env.release.labels import OCI_PREFIX
+from tf29env.core.errors import EXIT_BUILD, UserError
+from tf29env.core.labels import OCI_PREFIX
 
 SCHEMA = SchemaVersion.V1_6
+# Where the image keeps its SBOM, and beside it the license files of what it holds (the final layer,
+# tf29env/finallayer.py, puts them there).
+DOC_DIR = "/usr/share/doc/tf29-env"
+SBOM_PATH = f"{DOC_DIR}/sbom.cdx.json"
 NVIDIA = OrganizationalEntity(name="NVIDIA Corporation")
 # Property names this project adds (CycloneDX asks for a namespace prefix).
 PROP_TAG = "tf29-env:tag"

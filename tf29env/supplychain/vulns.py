@@ -22,8 +22,8 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from tf29env.errors import EXIT_INPUT, EXIT_NO_DATABASE, UserError
-from tf29env.paths import REPO
+from tf29env.core.errors import EXIT_INPUT, EXIT_NO_DATABASE, UserError
+from tf29env.core.paths import REPO
 
 ALLOWLIST = REPO / "security" / "vulnerability-allowlist.toml"
 SERVICES = ("pypi", "osv")

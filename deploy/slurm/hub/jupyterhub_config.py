@@ -54,7 +54,7 @@ def seconds(name: str, default: int, least: int, most: int) -> int:
     return int(text)
 
 
-# The team's defaults; the most each one may be is the image's own (image/startup/plan.py).
+# The team's defaults; the most each one may be is the image's own (image/python/tf29image/startup/plan.py).
 KERNEL_IDLE_TIMEOUT = seconds("TF29_HUB_KERNEL_IDLE_TIMEOUT", 3600, 0, 604800)
 STOP_GRACE_SECONDS = seconds("TF29_HUB_STOP_GRACE_SECONDS", 30, 1, 3600)
 # Slurm's TERM this long before the time limit: the grace, then 30 s for the services to stop.
