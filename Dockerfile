@@ -141,11 +141,11 @@ RUN case "${VARIANT}" in \
  && find "${VIRTUAL_ENV}" -type d -exec chmod g+s {} + \
  && rm -rf /root/.cache /tmp/*
 
-# System packages for docker-stacks' user options (entrypoint.d/20-24), in a step of their own after
+# System packages for docker-stacks' user options (entrypoint.d/user.sh), in a step of their own after
 # the Python stack so that adding them keeps its layer cached; the CAs as in the first step (the
 # mirror, if any, is in sources.list already):
-#   libnss-wrapper   a passwd entry for an arbitrary uid (--user 12345) without writing /etc (20-user)
-#   sudo             GRANT_SUDO=yes (22-sudo); without it, nobody is granted anything
+#   libnss-wrapper   a passwd entry for an arbitrary uid (--user 12345) without writing /etc (entrypoint.d/user.sh)
+#   sudo             GRANT_SUDO=yes (entrypoint.d/user.sh); without it, nobody is granted anything
 # hadolint ignore=DL3008,SC1091
 RUN . /usr/local/lib/tf29-env-build/build-ca.sh \
  && apt-get update \
@@ -247,10 +247,13 @@ COPY image/ /opt/tf29-env/
 # load), is TensorBoard behind Jupyter's login (jupyter-server-proxy: the launcher's tile,
 # BASE_URL/tensorboard/, bin/tensorboard-proxied).
 # docker-stacks' start commands (start-notebook.*, start-singleuser.*, start.sh) are files for what
-# names their path (dockerstacks/start_command.py), and its hook folders are there (30-hooks).
-# The user's own packages (docs/packages.md): usersite/ is linked into the venv's site-packages, where
-# its .pth (named to come last) puts the user site after the venv's packages and guards pip; imported
-# once here so that its bytecode is the image's. ~/.local is where the volume for them is mounted: made
+# names their path (dockerstacks/start_command.py), and its hook folders are there (entrypoint.d/server.sh).
+# The image's Python is one package, python/tf29image: python/tf29-env.pth puts its folder on the
+# path of the distro's python3 (dist-packages, read under -I too) and of the venv (site-packages),
+# so that `python3 -I -m tf29image.NAME` and the venv's commands import it with no PYTHONPATH; it is
+# compiled here, so that its bytecode is the image's. The user's own packages (docs/packages.md):
+# python/tf29-env-usersite.pth, named to come after it, puts the user site after the venv's packages
+# and guards pip (tf29image/usersite.py). ~/.local is where the volume for them is mounted: made
 # here the dev user's, so that a fresh named volume starts as the user's (Docker copies it up).
 RUN ln -s /opt/tf29-env/entrypoint.sh /usr/local/bin/entrypoint.sh \
  && ln -s /opt/tf29-env/bin/selfcheck /usr/local/bin/selfcheck \
@@ -258,12 +261,15 @@ RUN ln -s /opt/tf29-env/entrypoint.sh /usr/local/bin/entrypoint.sh \
  && ln -s /opt/tf29-env/bin/job /usr/local/bin/job \
  && ln -s /opt/tf29-env/bin/user-packages /usr/local/bin/user-packages \
  && site="$("${VIRTUAL_ENV}/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
- && ln -s /opt/tf29-env/usersite/tf29env_usersite.py "${site}/tf29env_usersite.py" \
- && ln -s /opt/tf29-env/usersite/tf29-env-usersite.pth "${site}/zz-tf29-env-usersite.pth" \
- && "${VIRTUAL_ENV}/bin/python" -c 'import site, tf29env_usersite; assert site.ENABLE_USER_SITE' \
+ && ln -s /opt/tf29-env/python/tf29-env.pth /usr/lib/python3/dist-packages/tf29-env.pth \
+ && ln -s /opt/tf29-env/python/tf29-env.pth "${site}/tf29-env.pth" \
+ && ln -s /opt/tf29-env/python/tf29-env-usersite.pth "${site}/zz-tf29-env-usersite.pth" \
+ && "${VIRTUAL_ENV}/bin/python" -m compileall -q /opt/tf29-env/python \
+ && /usr/bin/python3 -I -c 'import tf29image.healthcheck' \
+ && "${VIRTUAL_ENV}/bin/python" -c 'import site, tf29image.usersite; assert site.ENABLE_USER_SITE' \
  && install -d -m 2775 -o "${NB_UID}" -g "${NB_GID}" "/home/${NB_USER}/.local" \
  && for name in start-notebook.sh start-notebook.py start-singleuser.sh start-singleuser.py start.sh; do \
-      ln -s /opt/tf29-env/dockerstacks/start_command.py "/usr/local/bin/${name}"; \
+      ln -s /opt/tf29-env/python/tf29image/dockerstacks/start_command.py "/usr/local/bin/${name}"; \
     done \
  && ln -s /opt/tf29-env/shell/profile.sh /etc/profile.d/tf29-env.sh \
  && sed -i '1i . /opt/tf29-env/shell/login-start.sh' /etc/profile \
@@ -280,11 +286,11 @@ RUN ln -s /opt/tf29-env/entrypoint.sh /usr/local/bin/entrypoint.sh \
 # The quickstart notebooks (docs/notebooks.md), root's and read-only in the home folder beside work/,
 # not in it: JupyterLab's file browser shows them at first open, a folder mounted at work/ is never
 # written to, and no user's edited copy is ever overwritten (Save As puts one in work/). A renamed
-# NB_USER's home takes them along with the image's other files there (20-user).
+# NB_USER's home takes them along with the image's other files there (entrypoint.d/user.sh).
 COPY notebooks/quickstart/ /home/${NB_USER}/quickstart/
 
 HEALTHCHECK --interval=5s --timeout=3s --start-period=60s --retries=3 \
-  CMD ["/usr/bin/python3", "-I", "/opt/tf29-env/healthchecks/healthcheck.py"]
+  CMD ["/usr/bin/python3", "-I", "-m", "tf29image.healthcheck"]
 
 ENTRYPOINT ["/usr/bin/tini", "--", "/opt/tf29-env/entrypoint.sh"]
 

@@ -1,61 +1,57 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR/entrypoint.d
-# The container's main process, under tini: one numbered step per entrypoint.d/ file, called in order.
-# The steps share startup/plan.py's plan and three results: hub_secrets (12, kept out of the environment),
-# user_state_report (26, said at 45) and children (started by 48-60, supervised by 90).
+# The container's main process, under tini. The planner (tf29image.startup.plan) decides; main() runs the
+# plan's steps in order and alone decides from the planned values which run: no step checks again.
 set -euo pipefail
 
 # Listed, not globbed: a missing piece fails loudly, and shellcheck -x reads them as one program.
 cd /opt/tf29-env/entrypoint.d
-source 00-common.sh
-source 10-config.sh
-source 12-hub.sh
-source 13-apptainer.sh
-source 15-privileges.sh
-source 20-user.sh
-source 22-sudo.sh
-source 24-chown.sh
-source 25-mounts.sh
-source 26-userstate.sh
-source 30-hooks.sh
-source 32-serveropts.sh
-source 34-runtime.sh
-source 40-ssh.sh
-source 45-command.sh
-source 48-services.sh
-source 50-jupyter.sh
-source 60-selfcheck.sh
-source 90-supervise.sh
+source config.sh   # logging, load_config and what the steps share; the hub's secrets; Apptainer
+source user.sh     # the dev user: fitting, sudo, chowns, mounts, ~/.local
+source server.sh   # the run directory, start hooks, server options, Jupyter's runtime folder, sshd's files
+source services.sh # starting the services and supervising them
 cd /
 
 main() {
-  load_config "$@"                  # 10: every setting checked; bad input stops here
-  [[ ${cfg_mode} != hub ]] || take_hub_secrets # 12: the hub's secrets leave the environment
-  apply_apptainer_settings          # 13: Apptainer only
-  if ((ssh_starts)); then
-    check_host_key_dir              # 15: SSH_HOST_KEY_DIR can be made (known only by trying)
+  load_config "$@" # every setting checked; bad input stops here
+  if [[ ${cfg_mode} == hub ]]; then take_hub_secrets; fi # out of the environment before anything else starts
+  if ((apptainer_mode)); then
+    if ((!cfg_user_site)); then keep_host_python_out; fi
+    if ((cfg_report_port)); then report_port_to_hub; fi
   fi
-  check_run_dir                     # 15: the run directory, made if it is missing
-  fit_user                          # 20: NB_USER, NB_UID, NB_GID (without root: libnss-wrapper)
-  grant_sudo                        # 22: GRANT_SUDO, only when asked
-  chown_requested                   # 24: CHOWN_HOME, CHOWN_EXTRA, only when asked
-  check_mounts                      # 25: what is mounted under the home folder is writable
-  prepare_user_state                # 26: ~/.local: the user's packages, environments and settings
-  run_start_hooks                   # 30: ours, then docker-stacks' start-notebook.d, before-notebook.d
-  apply_server_options              # 32: JUPYTER_ENV_VARS_TO_UNSET
+  # Folders only trying tells about: fail now, naming the fix, not halfway through.
+  if ((ssh_starts)); then check_host_key_dir; fi
+  if [[ ${cfg_mode} != command ]]; then prepare_run_dir; fi # a command starts no service that needs it
+
+  if ((is_root)); then
+    fit_user        # NB_USER, NB_UID, NB_GID in /etc/passwd
+    grant_sudo      # GRANT_SUDO, or an earlier grant taken back
+    chown_requested # CHOWN_HOME, CHOWN_EXTRA
+  else
+    fit_user_without_root # libnss-wrapper serves the user where /etc cannot change
+  fi
+  check_mounts       # what is mounted under the home folder is writable
+  prepare_user_state # ~/.local: the user's packages, environments and settings
+
+  run_start_hooks      # ours, then docker-stacks' start-notebook.d, before-notebook.d
+  apply_server_options # JUPYTER_ENV_VARS_TO_UNSET
   if [[ ${cfg_mode} != command ]] && ((cfg_jupyter)); then
-    prepare_runtime_dir             # 34: Jupyter's runtime folder, the dev user's alone
-    if ((cfg_gen_cert)) && [[ ${cfg_mode} == services ]]; then make_certificate; fi # 34: GEN_CERT
+    prepare_runtime_dir
+    if ((cfg_gen_cert)) && [[ ${cfg_mode} == services ]]; then make_certificate; fi
   fi
-  [[ ${cfg_mode} == command ]] || prepare_ssh # 40: host keys, authorized keys, `sshd -t`
-  report_notes                      # 45: the planner's and 26's notes, now that every setting has passed
-  apply_umask                       # 45: NB_UMASK, for what starts from here on
-  [[ ${cfg_mode} != command ]] || exec_command "${cfg_command[@]}" # 45
-  write_services                    # 48: what the healthcheck must find answering
-  start_ssh                         # 48
-  start_jupyter                     # 50
-  start_selfcheck                   # 60: beside Jupyter, never in front of it
-  supervise                         # 90: until a signal or a service dies
+  if [[ ${cfg_mode} != command ]] && ((ssh_starts)); then prepare_ssh; fi # host keys, authorized keys, `sshd -t`
+
+  # Notes only now, so that a bad setting is the only line a failed start prints.
+  say "${cfg_notes[@]}" "${user_state_report[@]}"
+  # NB_UMASK: not for the hooks, which ran before, nor SSH sessions: sshd sets its own (022) for each login.
+  if [[ -n ${cfg_umask} ]]; then umask "${cfg_umask}"; fi
+  if [[ ${cfg_mode} == command ]]; then exec "${as_user[@]}" "${cfg_command[@]}"; fi
+
+  write_services # what the healthcheck must find answering
+  if ((ssh_starts)); then start_ssh; fi
+  if ((cfg_jupyter)); then start_jupyter; fi
+  if [[ ${cfg_self_check} != off ]]; then start_selfcheck; fi # the planner has said how to run it by hand
+  supervise # until a signal or a service dies
 }
 
 main "$@"

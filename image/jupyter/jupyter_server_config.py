@@ -30,12 +30,10 @@ running.
 from __future__ import annotations
 
 import errno
-import importlib.util
 import logging
 import os
 import re
 import stat
-import sys
 import tempfile
 from contextlib import contextmanager, suppress
 from typing import IO, Any, Iterator
@@ -43,6 +41,8 @@ from typing import IO, Any, Iterator
 from jupyter_server.serverapp import ServerApp, random_ports
 from jupyter_server.services.contents.largefilemanager import AsyncLargeFileManager
 from tornado.netutil import bind_sockets
+
+from tf29image.jobs import activity  # the venv finds the image's package through its tf29-env.pth
 
 c: Any = get_config()  # type: ignore[name-defined]  # noqa: F821 - provided by traitlets when it loads this file
 
@@ -185,22 +185,6 @@ def _serve_the_listening_sockets(self: Any) -> bool:
 ServerApp._find_http_port = _listen_on_a_free_port
 ServerApp._bind_http_server_tcp = _serve_the_listening_sockets
 
-
-def _image_package(name: str) -> None:
-    """The image's package NAME (image/NAME, /opt/tf29-env/NAME), imported as NAME without putting its
-    folder on the server's sys.path."""
-    folder = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), name)
-    spec = importlib.util.spec_from_file_location(name, os.path.join(folder, "__init__.py"),
-                                                  submodule_search_locations=[folder])
-    if spec is None or spec.loader is None:
-        raise ImportError(f"{folder}: not a package")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-
-
-_image_package("jobs")
-from jobs import activity  # noqa: E402 - found only once _image_package has loaded the package
 
 _init_webapp = ServerApp.init_webapp
 

@@ -1,6 +1,7 @@
 """Bad settings stop the container at once: one line naming the variable, exit 2, nothing started.
 
-Every refusal of the planner (image/startup/plan.py) is a row of tests/unit/test_plan.py; here one
+Every refusal of the planner (image/python/tf29image/startup/plan.py) is a row of
+tests/unit/tf29image/startup/test_plan.py; here one
 real container per family of failure shows the line reaches the log and the container stops, plus the
 checks that only a real container can make (ssh-keygen on the keys, the host key folder, /proc's port
 floor, the image's own groups, the self-check's answer)."""
@@ -14,7 +15,7 @@ from testkit.containers import TrackedContainer
 from testkit.ssh import KeyPair
 
 # One per family: ids, the image's groups, switches, the self-check, server settings, secret files,
-# the token, host names, the keys (ssh-keygen, in 40-ssh), nothing to run.
+# the token, host names, the keys (ssh-keygen, in prepare_ssh), nothing to run.
 CASES = {
     "NB_UID": ({"NB_UID": "alice"}, "NB_UID='alice' is not a numeric id"),
     "shadow-group": ({"NB_GID": "42"}, "NB_GID=42 is the image's system group 'shadow'"),
@@ -31,7 +32,7 @@ CASES = {
 
 
 # Every variable the entrypoint reads has a length limit, far above any real value; 70 KB is above all
-# (each one's row: tests/unit/test_plan.py).
+# (each one's row: tests/unit/tf29image/startup/test_plan.py).
 LONG = 70_000
 
 

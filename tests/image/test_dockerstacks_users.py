@@ -76,7 +76,7 @@ def test_nb_user_leaves_bind_mounts_alone(tracked: TrackedContainer, tmp_path: P
 
 
 def test_nb_user_with_the_minimal_capabilities(tracked: TrackedContainer) -> None:
-    """Root without DAC_OVERRIDE or FSETID (README, Security) still renames: the home keeps its mode
+    """Root without DAC_OVERRIDE or FSETID (docs/security.md) still renames: the home keeps its mode
     (setgid included) and the old one is gone."""
     code, out, err = run_command(tracked, "stat -c '%n %a %U' ~ ~/work ~/.bashrc; ls /home",
                                  {"NB_USER": "alice", "NB_UID": "4321"}, **MINIMAL)

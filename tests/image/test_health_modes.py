@@ -17,7 +17,7 @@ pytestmark = pytest.mark.image
 def test_nothing_managed_is_healthy(tracked: TrackedContainer, command: list[str], entrypoint: str | None) -> None:
     container = tracked.run(command=command, entrypoint=entrypoint, publish=())
     tracked.wait_healthy(container, timeout=30)
-    code, out = tracked.exec(container, ["/usr/bin/python3", "-I", "/opt/tf29-env/healthchecks/healthcheck.py"])
+    code, out = tracked.exec(container, ["/usr/bin/python3", "-I", "-m", "tf29image.healthcheck"])
     assert code == 0, out
     assert out.startswith("healthy: nothing to check"), out
 
@@ -26,5 +26,5 @@ def test_services_mode_still_checks_its_services(tracked: TrackedContainer) -> N
     """The entrypoint runs: its services are checked (Jupyter here), not waved through."""
     container = tracked.run(environment={"SELF_CHECK": "off", "ENABLE_SSH": "0"}, publish=())
     tracked.wait_healthy(container, timeout=60)
-    code, out = tracked.exec(container, ["/usr/bin/python3", "-I", "/opt/tf29-env/healthchecks/healthcheck.py"])
+    code, out = tracked.exec(container, ["/usr/bin/python3", "-I", "-m", "tf29image.healthcheck"])
     assert (code, out.split(" (")[0]) == (0, "healthy: jupyter ok"), out

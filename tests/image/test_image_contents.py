@@ -8,8 +8,8 @@ from docker import DockerClient
 
 from testkit.containers import TrackedContainer
 from tests.conftest import HOST_EXTRA_CAS
-from tf29env.build import cacerts
-from tf29env.release import labels
+from tf29env.core import labels
+from tf29env.imagebuild import cacerts
 
 PROBE = """
 import json, subprocess, sys
@@ -60,7 +60,7 @@ def test_image_config(docker_client: DockerClient, image: str) -> None:
     assert set(config["ExposedPorts"]) == {"8888/tcp", "22/tcp"}
     # As shipped (the tests' containers probe every second instead): every 5 s, unhealthy after 3 misses.
     assert config["Healthcheck"] == {
-        "Test": ["CMD", "/usr/bin/python3", "-I", "/opt/tf29-env/healthchecks/healthcheck.py"],
+        "Test": ["CMD", "/usr/bin/python3", "-I", "-m", "tf29image.healthcheck"],
         "Interval": 5_000_000_000, "Timeout": 3_000_000_000, "StartPeriod": 60_000_000_000, "Retries": 3}
     assert config["Entrypoint"][0] == "/usr/bin/tini"
     # FTP_PROXY carries the build-only CAs (Dockerfile): no more in the image than the proxies are.

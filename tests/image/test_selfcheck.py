@@ -15,11 +15,11 @@ from docker.models.containers import Container
 
 from testkit.containers import TrackedContainer
 from testkit.wait import wait_until
-from tf29env.build.variants import CUDA_WHEELS
+from tf29env.core.variants import CUDA_WHEELS
 
 SUMMARY = "GPU visible:"  # in the banner's last line
 REPORT = "/run/tf29-env/selfcheck.json"
-SCHEMA = "/opt/tf29-env/selfcheck/report.schema.json"
+SCHEMA = "/opt/tf29-env/python/tf29image/selfcheck/report.schema.json"
 NO_DRIVER_FIX = ("--gpus all", "NVIDIA Container Toolkit")
 CPU_BUDGET_SECONDS = 15.0
 
@@ -109,7 +109,7 @@ def test_layer2_loads_every_library_with_its_real_version(start_report: Report, 
     if variant == "cpu":
         assert_cpu_variant_skip(start_report, 2, "lib.cpu_variant")
         return
-    # The versions come from the wheels the stand-in base unpacked (tf29env.build.standin), not from the check.
+    # The versions come from the wheels the stand-in base unpacked (tf29env.imagebuild.standin), not from the check.
     expected = {}
     for spec, sonames in CUDA_WHEELS.items():
         version = spec.split("==")[1]
@@ -252,11 +252,11 @@ def test_root_and_the_dev_user_can_both_rewrite_the_report(warn_start: tuple[Tra
 def test_benchmark_code_runs_on_the_cpu_at_a_small_size(warn_start: tuple[TrackedContainer, Container]) -> None:
     # Layer 5 only runs with a GPU; its measuring code is exercised here on the CPU (soft placement).
     tracked, container = warn_start
-    script = ("import json; from selfcheck.checks import l5_performance as p, tfsupport as s; p.N = 256; "
+    script = ("import json; from tf29image.selfcheck.checks import l5_performance as p, tfsupport as s; p.N = 256; "
               "c = p.benchmark(s.tf(), 0, 'cpu', (8, 0)); "
               "print(json.dumps([c.to_json(), s.tf().config.experimental.tensor_float_32_execution_enabled()]))")
     code, output = tracked.exec(container, ["/opt/venv/bin/python", "-c", script], user="jovyan",
-                                environment={"PYTHONPATH": "/opt/tf29-env", "TF_CPP_MIN_LOG_LEVEL": "3"},
+                                environment={"TF_CPP_MIN_LOG_LEVEL": "3"},
                                 stderr=False)
     assert code == 0, output
     check, tf32_enabled_after = json.loads(output.strip().splitlines()[-1])
@@ -266,7 +266,7 @@ def test_benchmark_code_runs_on_the_cpu_at_a_small_size(warn_start: tuple[Tracke
 
 OVERFLOW = """
 import json
-from selfcheck.checks import l4_mixed_precision as l4, tfsupport
+from tf29image.selfcheck.checks import l4_mixed_precision as l4, tfsupport
 tf = tfsupport.tf()
 tf.keras.utils.set_random_seed(1)
 tf.keras.mixed_precision.set_global_policy("mixed_float16")
@@ -281,7 +281,7 @@ def test_custom_step_survives_a_float16_overflow(warn_start: tuple[TrackedContai
     # Real TensorFlow: the dynamic loss scale must halve on an overflow, skip it, then train.
     tracked, container = warn_start
     code, output = tracked.exec(container, ["/opt/venv/bin/python", "-c", OVERFLOW], user="jovyan",
-                                environment={"PYTHONPATH": "/opt/tf29-env", "TF_CPP_MIN_LOG_LEVEL": "3"},
+                                environment={"TF_CPP_MIN_LOG_LEVEL": "3"},
                                 stderr=False)
     assert code == 0, output
     check = json.loads(output.strip().splitlines()[-1])
@@ -357,7 +357,7 @@ def test_sigterm_stops_the_check_and_its_tensorflow_child(warn_start: tuple[Trac
         return [p for p in processes(tracked, container) if "selfcheck.worker 3 4 5" in p[1]]
 
     wait_until(worker_running, timeout=20, what="the TensorFlow layers' child")
-    command = f"-m selfcheck --output {scratch('term')}"
+    command = f"-m tf29image.selfcheck --output {scratch('term')}"
     parents = [pid for pid, args in processes(tracked, container) if args.endswith(command)]
     assert len(parents) == 1, processes(tracked, container)
     code, _ = tracked.exec(container, ["kill", "-TERM", str(parents[0])], user="jovyan")

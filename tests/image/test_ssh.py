@@ -216,7 +216,7 @@ def test_modern_clients_log_in(sshd: int, keypair: KeyPair, rsa_keypair: KeyPair
             assert ssh.run(client, "whoami") == (0, "jovyan\n")
 
 
-# Authorized keys: checked in one ssh-keygen pass over the file sshd reads (entrypoint.d/40-ssh.sh),
+# Authorized keys: checked in one ssh-keygen pass over the file sshd reads (entrypoint.d/server.sh: prepare_ssh),
 # after the start-up planner (startup/plan.py) bounded their size (SSH_AUTHORIZED_KEYS_FILE: 2 MiB).
 KEYS_FILE_LIMIT = 2 * 1024 * 1024
 

@@ -1,7 +1,7 @@
 """SSH under load: many logins at once, and connections that never log in (a port scanner, a flaky
 network). Logins must get through and the container must stay healthy, so that nobody's restart
 policy or orchestrator ends everyone's kernels over them (image/ssh/sshd_config: MaxStartups,
-LoginGraceTime; image/healthchecks/healthcheck.py: busy is not broken)."""
+LoginGraceTime; image/python/tf29image/healthcheck.py: busy is not broken)."""
 
 import contextlib
 import socket
