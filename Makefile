@@ -69,8 +69,8 @@ stop: ## stop the tf29-env container gracefully (jobs checkpoint first: docs/job
 test: $(VENV)/.done ## run the whole test suite (builds the image on the stand-in base first)
 	$(PY) build.py test
 
-lint: $(VENV)/.done ## ruff, mypy (host and image/), shellcheck, hadolint (the list is tests/unit/test_lint.py)
-	$(PY) -m pytest -q -p no:cacheprovider tests/unit/test_lint.py
+lint: $(VENV)/.done ## ruff, mypy (host and image/), shellcheck, hadolint (the list is tests/unit/lint/test_lint.py)
+	$(PY) -m pytest -q -p no:cacheprovider tests/unit/lint/test_lint.py
 
 bench: $(VENV)/.done ## measure size, build, start-up and self-check times; BENCH_ARGS=--side-by-side adds TF's own recipe (bench/README.md)
 	$(PY) -m bench $(BENCH_ARGS)

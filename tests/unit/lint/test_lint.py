@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tf29env.core.paths import REPO
+
 BIN = Path(sys.executable).parent
 
 # Every shell file outside the entrypoint (which shellcheck follows into entrypoint.d/ on its own).
@@ -25,8 +26,8 @@ CHECKS = {
     "mypy": [str(BIN / "mypy")],
     # What ships in the image runs on its Python 3.8, against its venv's packages, not the host's.
     # mypy 1.17+ checks for 3.9 at the oldest; ruff keeps the syntax to 3.8. Module names as the image's
-    # sys.path gives them: image/ (dockerstacks.notebook_args) and image/healthchecks/ (healthcheck).
-    "mypy-image": ["env", "MYPYPATH=image/healthchecks:image", str(BIN / "mypy"), "--python-version", "3.9",
+    # tf29-env.pth gives them: image/python/ (tf29image.startup.plan).
+    "mypy-image": ["env", "MYPYPATH=image/python", str(BIN / "mypy"), "--python-version", "3.9",
                    "--no-site-packages", "--explicit-package-bases", "image"],
 }
 

@@ -7,30 +7,11 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from testkit.docs import FENCE, anchor, anchors
+from tf29env.core.paths import REPO
+
 DOCS = sorted([REPO / "README.md", *(REPO / "docs").glob("*.md")])
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
-HEADING = re.compile(r"^(#{1,6}) +(.+?) *#*$", re.MULTILINE)
-FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
-
-
-def anchor(heading: str) -> str:
-    """GitHub's anchor for a heading: lower case, punctuation out (but - and _), spaces to -."""
-    text = re.sub(r"`|\*\*|\[([^\]]*)\]\([^)]*\)", r"\1", heading).strip().lower()
-    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
-
-
-def anchors(path: Path) -> set[str]:
-    found: dict[str, int] = {}
-    names = set()
-    for _, heading in HEADING.findall(FENCE.sub("", path.read_text())):
-        name = anchor(heading)
-        count = found.get(name, 0)
-        found[name] = count + 1
-        names.add(name if count == 0 else f"{name}-{count}")
-    return names
-
-
 def links(path: Path) -> list[tuple[int, str]]:
     text = path.read_text()
     fenced = [(match.start(), match.end()) for match in FENCE.finditer(text)]

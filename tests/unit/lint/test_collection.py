@@ -4,11 +4,10 @@
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 from tf29env.commands import BUILDER_TESTS_ENV
+from tf29env.core.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 TESTS = REPO / "tests"
 
 
