@@ -122,7 +122,7 @@ def shell_args(step: dict[str, Any], variant: str, extra_env: dict[str, str]) ->
     """The arguments the step's script passes to `python`, as bash expands them with the job's env."""
     job_env = {"VARIANT": variant, "REGISTRY": "registry.example.com:5000", "REPOSITORY": "team/tf29-env",
                "SOURCE_URL": "https://github.com/team/tf29-env"}
-    script = "python() { printf '%s\\0' \"$@\"; }\n" + str(step["run"])
+    script = "python3() { printf '%s\\0' \"$@\"; }\n" + str(step["run"])
     proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True,
                           env={"PATH": os.environ["PATH"], **job_env, **extra_env})
     return proc.stdout.split("\0")[:-1]

@@ -3,6 +3,7 @@
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -58,10 +59,22 @@ def test_no_engine(capsys: pytest.CaptureFixture[str]) -> None:
     assert err.count("\n") == 1 and "no Docker engine answers" in err and "DOCKER_HOST" in err
 
 
-def test_outside_the_venv_one_line_says_make_venv() -> None:
-    """A Python without the tool's dependencies (-S: no site-packages) gets one line, not a traceback."""
-    proc = subprocess.run([sys.executable, "-S", str(REPO / "build.py"), "--help"], capture_output=True, text=True,
-                          check=False, cwd=REPO, timeout=60)
+@pytest.mark.parametrize("command", [["/usr/bin/python3", "build.py"], ["./build.py"]], ids=["python3", "./build.py"])
+def test_any_python3_runs_it_in_the_projects_venv(command: list[str]) -> None:
+    """`python3 build.py` and `./build.py`, as the docs show them, from the distro's Python without the
+    tool's dependencies: it runs itself again in .venv (made by `make venv` where missing)."""
+    proc = subprocess.run([*command, "--help"], capture_output=True, text=True, check=False, cwd=REPO, timeout=60)
+    assert proc.returncode == 0 and "usage: build.py" in proc.stdout, proc.stderr
+
+
+def test_a_venv_without_the_tools_is_one_line_saying_make_venv(tmp_path: Path) -> None:
+    """A .venv that lacks the tool's dependencies (a real venv, made without them): one line, not a traceback."""
+    shutil.copy(REPO / "build.py", tmp_path / "build.py")
+    (tmp_path / "tf29env").symlink_to(REPO / "tf29env")
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(tmp_path / ".venv")], check=True, timeout=60)
+    (tmp_path / ".venv" / ".done").touch()
+    proc = subprocess.run(["/usr/bin/python3", "build.py", "--help"], capture_output=True, text=True, check=False,
+                          cwd=tmp_path, timeout=60)
     assert proc.returncode == EXIT_INPUT and proc.stdout == ""
     assert len(proc.stderr.splitlines()) == 1 and "`make venv`" in proc.stderr, proc.stderr
 
