@@ -57,10 +57,8 @@ run: build ## build, then start the environment as container tf29-env (Jupyter o
 	  -v tf29-env-local:/home/jovyan/.local \
 	  $(IMAGE)
 	@echo "waiting for tf29-env to turn healthy..."
-	@for i in $$(seq 60); do \
-	  [ "$$(docker inspect -f '{{.State.Health.Status}}' tf29-env)" = healthy ] && break; sleep 1; done
-	@docker logs tf29-env 2>&1 | grep -E 'tf29-env: (JupyterLab token|SSH|WARNING)' || true
-	@echo "JupyterLab: use the URL above with port $(JUPYTER_HOST_PORT); SSH: ssh -p $(SSH_HOST_PORT) jovyan@HOST"
+	@python3 compose/access.py run --bind '$(HOST_ADDRESS)' --jupyter-port '$(JUPYTER_HOST_PORT)' \
+	  --ssh-port '$(SSH_HOST_PORT)' --ssh-key '$(SSH_PUBLIC_KEY)'
 
 # docker stop waits the container's own stop timeout (make run set it: STOP_GRACE_SECONDS + 5).
 stop: ## stop the tf29-env container gracefully (jobs checkpoint first: docs/jobs.md), then remove it (volumes stay)

@@ -14,8 +14,12 @@ MEMBER ?=
 .PHONY: up down logs ps config restart member member-secrets
 
 # compose/memlock.py first: the locked-memory limit this engine can grant (or one line and a stop).
+# Members without secrets (the shipped examples) are not started: access.py says so, one line each. Once the
+# started ones are healthy, their URLs and SSH lines.
 up: ## start every team member's environment, or update it after a change (compose/member.py, .env, image)
-	cd $(TEAM_DIR) && memlock=$$(python3 compose/memlock.py) && TF29ENV_MEMLOCK=$$memlock $(COMPOSE) up -d --remove-orphans
+	cd $(TEAM_DIR) && memlock=$$(python3 compose/memlock.py) && members=$$(python3 compose/access.py ready) && \
+	TF29ENV_MEMLOCK=$$memlock $(COMPOSE) up -d --remove-orphans $$members && \
+	python3 compose/access.py team --compose '$(COMPOSE)' $$members
 
 down: ## stop and remove the team's containers; notebooks, CUDA caches and host keys stay in their volumes
 	$(TEAM_COMPOSE) down --remove-orphans$(if $(STOP_TIMEOUT), -t $(STOP_TIMEOUT))

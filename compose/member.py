@@ -112,6 +112,22 @@ def entry_names(lines: list[str], section: str) -> list[str]:
     return [m.group(1) for i in span if (m := re.match(r"^  ([^\s#:][^\s:]*):", lines[i]))]
 
 
+def entry_lines(lines: list[str], section: str, name: str) -> list[str]:
+    """The named entry's lines in the section: its head and its more deeply indented lines."""
+    span = section_span(lines, section) or range(0)
+    found: list[str] = []
+    for i in span:
+        head = re.match(r"^  ([^\s#:][^\s:]*):", lines[i])
+        if head:
+            if found:
+                break
+            if head.group(1) == name:
+                found.append(lines[i])
+        elif found and lines[i].startswith("   "):
+            found.append(lines[i])
+    return found
+
+
 def insert_entry(lines: list[str], section: str, entry: list[str], blank_before: bool) -> list[str]:
     """The lines with `entry` appended to the section (made at the end of the file if missing)."""
     span = section_span(lines, section)
@@ -145,11 +161,16 @@ def remove_entries(lines: list[str], section: str, names: Sequence[str]) -> list
 
 # --- Inputs
 
+def published_ports(lines: Sequence[str], container_port: int) -> list[int]:
+    """Host ports the lines publish for container_port ("ADDRESS:HOST_PORT:CONTAINER_PORT")."""
+    pattern = re.compile(rf':(\d+):{container_port}(/tcp)?"?\s*$')
+    return [int(m.group(1)) for line in lines if (m := pattern.search(line))]
+
+
 def host_ports(lines: list[str], container_port: int) -> list[int]:
     """Host ports published for container_port by the services of the file."""
-    pattern = re.compile(rf':(\d+):{container_port}(/tcp)?"?\s*$')
     span = section_span(lines, "services") or range(0)
-    return [int(m.group(1)) for i in span if (m := pattern.search(lines[i]))]
+    return published_ports([lines[i] for i in span], container_port)
 
 
 def pick_port(given: int | None, used: list[int], first: int, what: str) -> int:
@@ -215,6 +236,14 @@ def gpu_selector(gpus_option: str | None, gpu_ids: str | None, held: list[tuple[
     if gpus_option != "all" and not re.match(r"^[1-9][0-9]{0,2}$", gpus_option):
         raise MemberError(f"--gpus '{gpus_option}' is not a number of GPUs or 'all'")
     return f"count: {gpus_option}", None
+
+
+def host_account(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
 
 
 def account_ids(name: str, uid: int | None, gid: int | None) -> tuple[int, int]:
@@ -283,6 +312,12 @@ def write_secret(path: Path, text: str) -> None:
     path.chmod(0o600)
 
 
+def has_secrets(project: Project, name: str) -> bool:
+    """Whether the member's two secret files exist: without them compose cannot start it."""
+    directory = project.secrets_dir / name
+    return (directory / "jupyter_token").is_file() and (directory / "authorized_keys").is_file()
+
+
 def write_secrets(project: Project, name: str, key_file: Path | None, new_token: bool) -> list[str]:
     """Write the member's secret files; return what was done, one line each."""
     directory = project.secrets_dir / name
@@ -303,8 +338,20 @@ def write_secrets(project: Project, name: str, key_file: Path | None, new_token:
 def add(project: Project, args: argparse.Namespace) -> list[str]:
     name = args.name
     compose, gpu = project.read(project.compose_file), project.read(project.gpu_file)
+    taken_over: list[str] = []
     if name in entry_names(compose, "services"):
-        raise MemberError(f"'{name}' is already a member in {project.compose_file}")
+        if has_secrets(project, name):
+            raise MemberError(f"'{name}' is already a member in {project.compose_file}")
+        # A member never given secrets (the shipped examples): its entries make way for the new ones; its
+        # ports, and its ids where the host has no account of its name, stay its own unless others are asked for.
+        old = entry_lines(compose, "services", name)
+        args.jupyter_port = args.jupyter_port or next(iter(published_ports(old, 8888)), None)
+        args.ssh_port = args.ssh_port or next(iter(published_ports(old, 22)), None)
+        ids = re.search(r'NB_UID: "(\d+)", NB_GID: "(\d+)"', "\n".join(old))
+        if args.uid is None and ids and not host_account(name):
+            args.uid, args.gid = int(ids.group(1)), args.gid if args.gid is not None else int(ids.group(2))
+        compose = without_member(compose, name)
+        taken_over.append(f"took over '{name}', a member without secrets (as the shipped examples are)")
     uid, gid = account_ids(name, args.uid, args.gid)
     jupyter_port = pick_port(args.jupyter_port, host_ports(compose, 8888), FIRST_JUPYTER_PORT, "jupyter")
     ssh_port = pick_port(args.ssh_port, host_ports(compose, 22), FIRST_SSH_PORT, "ssh")
@@ -322,19 +369,23 @@ def add(project: Project, args: argparse.Namespace) -> list[str]:
     gpu = insert_entry(remove_entries(gpu, "services", [name]), "services", gpu_block(member), blank_before=True)
     write_lines(project.compose_file, compose)
     write_lines(project.gpu_file, gpu)
-    return [*done, *([gpu_note] if gpu_note else []),
+    return [*taken_over, *done, *([gpu_note] if gpu_note else []),
             f"added {name} (uid {uid}, gid {gid}): Jupyter on host port {jupyter_port}, "
             f"SSH on {ssh_port}, GPUs {member.gpus}; start it with: make up"]
+
+
+def without_member(compose: list[str], name: str) -> list[str]:
+    """docker-compose.yml's lines without the member's service, volumes and secrets."""
+    compose = remove_entries(compose, "services", [name])
+    compose = remove_entries(compose, "volumes", [f"{name}-{volume}" for volume in VOLUMES])
+    return remove_entries(compose, "secrets", [f"{name}-jupyter-token", f"{name}-ssh-keys"])
 
 
 def remove(project: Project, name: str) -> list[str]:
     compose, gpu = project.read(project.compose_file), project.read(project.gpu_file)
     if name not in entry_names(compose, "services"):
         raise MemberError(f"'{name}' is not a member in {project.compose_file}")
-    compose = remove_entries(compose, "services", [name])
-    compose = remove_entries(compose, "volumes", [f"{name}-{volume}" for volume in VOLUMES])
-    compose = remove_entries(compose, "secrets", [f"{name}-jupyter-token", f"{name}-ssh-keys"])
-    write_lines(project.compose_file, compose)
+    write_lines(project.compose_file, without_member(compose, name))
     write_lines(project.gpu_file, remove_entries(gpu, "services", [name]))
     return [f"removed {name} from the compose files; stop the container with `make up` (it removes orphans) "
             f"and delete the data with `docker volume rm` of the volumes *_{name}-*"]

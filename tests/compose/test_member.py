@@ -91,7 +91,7 @@ def test_secrets_rotates_the_token_and_keeps_the_keys(project: Path, keypair: Ke
 
 
 BAD_INPUT = {
-    "existing member": (["add", "alice", "--uid", "1500"], "'alice' is already a member"),
+    "existing member": (["add", "alice", "--uid", "1500"], "'alice' is already a member"),  # with secrets
     "bad name": (["add", "Carol", "--uid", "1500"], "'Carol' is not a member name"),
     "no such account": (["add", "nosuchaccount", "--gid", "5"], "'nosuchaccount' is no account on this host"),
     "root": (["add", "carol", "--uid", "0"], "--uid 0: the environments never run as root"),
@@ -115,6 +115,8 @@ def test_bad_input_is_one_line_and_changes_nothing(project: Path, keypair: KeyPa
     if args[0] == "add":
         last = key_file.get(args[-1])
         args = [*(args[:-1] if last else args), "--ssh-key", last or f"{keypair.private}.pub"]
+    if case == "existing member":  # a shipped example without secrets is taken over: this one has them
+        assert member_py(project, "secrets", "alice", "--ssh-key", f"{keypair.private}.pub").returncode == 0
     before = snapshot(project)
     result = member_py(project, *args)
     assert result.returncode == 2

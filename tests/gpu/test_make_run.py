@@ -4,17 +4,19 @@ line that leaves the running environment as it was. The image is the one under t
 build`: not built again); its ports are bound to 127.0.0.1. The self-check in the started
 container says that GPUs were named but no driver was injected (the stand-in hook injects none)."""
 
+import re
 import subprocess
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import requests
 from docker import DockerClient
 from docker.models.containers import Container
 
 from testkit.gpuengine import MIG_UUIDS, GpuEngine, visible_devices
 from testkit.net import free_host_port
-from testkit.ssh import KeyPair
+from testkit.ssh import KeyPair, connect, run
 from testkit.wait import wait_until
 from tests.gpu.conftest import assert_no_gpu_holders
 from tf29env.core.paths import REPO
@@ -110,3 +112,37 @@ def test_bad_gpus_is_one_line_and_keeps_the_running_environment(engine: GpuEngin
     assert len(ours) == 1 and ours[0].startswith(error), done.stderr
     after = client.containers.get(NAME)
     assert (after.id, after.status) == (before.id, "running")
+
+
+def printed(done: subprocess.CompletedProcess[str], prefix: str) -> str:
+    lines = [line for line in done.stdout.splitlines() if line.startswith(prefix)]
+    assert len(lines) == 1, done.stdout + done.stderr
+    return lines[0]
+
+
+def test_the_url_and_ssh_line_it_prints_answer(engine: GpuEngine, image: str, keypair: KeyPair) -> None:
+    """What a person copies from `make run`'s last lines: the URL opens JupyterLab, the ssh command logs in."""
+    done = make_run(engine, image, keypair, "GPUS=none")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    url = printed(done, "JupyterLab: ").split()[1]
+    assert re.fullmatch(r"http://localhost:\d+/lab\?token=[0-9a-f]{48}", url), url
+    assert requests.get(url, timeout=30).status_code == 200
+    assert requests.get(url.split("?")[0].replace("/lab", "/api/status"), timeout=30).status_code == 403
+    ssh = re.fullmatch(r"SSH: ssh -p (\d+) jovyan@localhost \(the key (\S+)\)", printed(done, "SSH: "))
+    assert ssh and ssh.group(2) == f"{keypair.private}.pub", done.stdout
+    client = connect(int(ssh.group(1)), "jovyan", keypair)
+    try:
+        code, out = run(client, "id -un")
+        assert code == 0 and out.splitlines()[-1] == "jovyan", out
+    finally:
+        client.close()
+
+
+def test_without_a_key_it_says_ssh_is_off_and_how_to_turn_it_on(engine: GpuEngine, image: str,
+                                                                 keypair: KeyPair) -> None:
+    done = make_run(engine, image, keypair, "GPUS=none", "SSH_PUBLIC_KEY=")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert printed(done, "SSH: ") == ("SSH: off, as no ~/.ssh/id_ed25519.pub or ~/.ssh/id_rsa.pub was found: "
+                                      "`make run SSH_PUBLIC_KEY=FILE.pub` turns it on")
+    assert "ssh -p" not in done.stdout
+    assert requests.get(printed(done, "JupyterLab: ").split()[1], timeout=30).status_code == 200
