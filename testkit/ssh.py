@@ -46,6 +46,15 @@ def run(client: paramiko.SSHClient, command: str, timeout: float = 120) -> tuple
     return stdout.channel.recv_exit_status(), out
 
 
+def run_as(port: int, user: str, key: KeyPair, command: str) -> tuple[int, str]:
+    """Log in with KEY, run one command, log out: (exit status, its output)."""
+    client = connect(port, user, key)
+    try:
+        return run(client, command)
+    finally:
+        client.close()
+
+
 def host_key(port: int) -> str:
     """The server's host key fingerprint as a client sees it on connect (no login needed)."""
     transport = paramiko.Transport((LOOPBACK, port))

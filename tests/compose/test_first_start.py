@@ -12,7 +12,7 @@ import requests
 from docker import DockerClient
 
 from testkit.net import free_host_port
-from testkit.ssh import KeyPair, connect, run
+from testkit.ssh import KeyPair, run_as
 from tests.compose.team import Team
 from tf29env.core.paths import REPO
 
@@ -68,11 +68,7 @@ def test_the_readmes_team_line_brings_alice_up(docker_client: DockerClient, imag
         assert requests.get(url.group(1), timeout=30).status_code == 200
         ssh = re.search(r"^alice: SSH ssh -p (\d+) jovyan@localhost ", done.stdout, re.M)
         assert ssh, said
-        client = connect(int(ssh.group(1)), "jovyan", keypair)
-        try:
-            code, out = run(client, "id -u")
-            assert code == 0 and out.splitlines()[-1] == "1001", out
-        finally:
-            client.close()
+        code, out = run_as(int(ssh.group(1)), "jovyan", keypair, "id -u")
+        assert code == 0 and out.splitlines()[-1] == "1001", out
     finally:
         team.remove_everything()

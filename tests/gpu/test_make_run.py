@@ -16,7 +16,7 @@ from docker.models.containers import Container
 
 from testkit.gpuengine import MIG_UUIDS, GpuEngine, visible_devices
 from testkit.net import free_host_port
-from testkit.ssh import KeyPair, connect, run
+from testkit.ssh import KeyPair, run_as
 from testkit.wait import wait_until
 from tests.gpu.conftest import assert_no_gpu_holders
 from tf29env.core.paths import REPO
@@ -130,12 +130,8 @@ def test_the_url_and_ssh_line_it_prints_answer(engine: GpuEngine, image: str, ke
     assert requests.get(url.split("?")[0].replace("/lab", "/api/status"), timeout=30).status_code == 403
     ssh = re.fullmatch(r"SSH: ssh -p (\d+) jovyan@localhost \(the key (\S+)\)", printed(done, "SSH: "))
     assert ssh and ssh.group(2) == f"{keypair.private}.pub", done.stdout
-    client = connect(int(ssh.group(1)), "jovyan", keypair)
-    try:
-        code, out = run(client, "id -un")
-        assert code == 0 and out.splitlines()[-1] == "jovyan", out
-    finally:
-        client.close()
+    code, out = run_as(int(ssh.group(1)), "jovyan", keypair, "id -un")
+    assert code == 0 and out.splitlines()[-1] == "jovyan", out
 
 
 def test_without_a_key_it_says_ssh_is_off_and_how_to_turn_it_on(engine: GpuEngine, image: str,
