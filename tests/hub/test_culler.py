@@ -7,7 +7,9 @@ although the hub has seen no activity from it for longer than the timeout (hub/c
 import io
 import secrets
 import tarfile
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
@@ -54,7 +56,7 @@ from jupyter_client import BlockingKernelClient
 client = BlockingKernelClient(connection_file=sys.argv[1])
 client.load_connection_file()
 client.start_channels()
-client.execute_interactive("pass", timeout=60)
+client.execute_interactive("pass", timeout=20)
 """
 
 # A job that prints nothing, as a training run with verbose=0, and runs until the test lets it end
@@ -127,7 +129,32 @@ def culled_or(hub: HubRun, user: User, reached: str, check: Callable[[Server], b
     return reached if check(server) else None
 
 
-def start_servers(hub: HubRun, *names: str) -> list[User]:
+@contextmanager
+def kept_active(hub: HubRun) -> Iterator[set[str]]:
+    """While the test sets its servers up, ask the servers of the names added to the yielded set for
+    their kernels every few seconds: an API request the server reports to the hub as activity, so
+    that a slow spawn or kernel start on a loaded machine does not let the culler take a server
+    before its run has begun. Nothing is asked once the block ends."""
+    names: set[str] = set()
+    done = threading.Event()
+
+    def ping() -> None:
+        while not done.wait(3):
+            for name in list(names):
+                with suppress(requests.RequestException):  # the next round asks again
+                    hub.server_get(hub.users[name], name, "api/kernels")
+
+    thread = threading.Thread(target=ping, daemon=True)
+    thread.start()
+    try:
+        yield names
+    finally:
+        done.set()
+        thread.join()
+
+
+def start_servers(hub: HubRun, *names: str, keep: set[str] | None = None, kept: Collection[str] = ()) -> list[User]:
+    """Start NAMES' servers; each one in KEPT joins KEEP (see kept_active) the moment it is ready."""
     hub.signup(ADMIN)
     assert hub.login(hub.users[ADMIN])
     users = [hub.enrol(name) for name in names]
@@ -135,6 +162,8 @@ def start_servers(hub: HubRun, *names: str) -> list[User]:
         hub.start(user, profile="cpu")
     for user in users:
         hub.wait_ready(user)
+        if keep is not None and user.name in kept:
+            keep.add(user.name)
     return users
 
 
@@ -160,7 +189,7 @@ def make_kernel_busy(hub: HubRun, user: User) -> None:
         assert code == 0, out.decode()
         return state() == "idle"
 
-    wait_until(server_sees_status, timeout=90, interval=1, what="the server following the new kernel's state")
+    wait_until(server_sees_status, timeout=180, interval=1, what="the server following the new kernel's state")
     code, out = container.exec_run(["/opt/venv/bin/python", "-c", BUSY_CELL, paths[0]])
     assert code == 0, out.decode()
 
@@ -169,9 +198,10 @@ def make_kernel_busy(hub: HubRun, user: User) -> None:
 
 def test_idle_server_culled_servers_with_silent_runs_kept(culling_hub: HubRun) -> None:
     hub = culling_hub
-    idle, busy, runner = start_servers(hub, "ida", "bea", "joe")
-    job_id = hub.run_job(runner.name, SILENT_JOB)
-    make_kernel_busy(hub, busy)
+    with kept_active(hub) as keep:  # ida's server is not kept: it may go while the others start
+        idle, busy, runner = start_servers(hub, "ida", "bea", "joe", keep=keep, kept={"bea", "joe"})
+        job_id = hub.run_job(runner.name, SILENT_JOB)
+        make_kernel_busy(hub, busy)
     runs_started = datetime.now(UTC)
     # From here on nothing reaches bea's or joe's server through the hub or the proxy: only the hub's
     # API is asked about them, and joe's job is read with docker exec, which Jupyter does not see.
@@ -197,8 +227,9 @@ def test_idle_server_culled_servers_with_silent_runs_kept(culling_hub: HubRun) -
 
 def test_busy_kernel_keeps_an_older_images_server(older_culling_hub: HubRun) -> None:
     hub = older_culling_hub
-    (busy,) = start_servers(hub, "bea")
-    make_kernel_busy(hub, busy)
+    with kept_active(hub) as keep:
+        (busy,) = start_servers(hub, "bea", keep=keep, kept={"bea"})
+        make_kernel_busy(hub, busy)
     # From here on nothing touches bea's server: only the hub's API is asked about her. Her server
     # reports no activity, so the hub's idea of it ages past the timeout plus two culler rounds.
     outcome = wait_until(partial(culled_or, hub, busy, "inactive", inactive_for(TIMEOUT + 2 * EVERY)),
