@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from docker import DockerClient
 
+from testkit import docblocks
 from testkit.containers import TrackedContainer
 from testkit.ssh import KeyPair, make_keypair
 from tf29env.core import engine, labels
@@ -124,3 +125,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         elif group in GROUPED_BY_FILE:
             group = "/".join(parts[1:3])
         item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """After a run that checked the docs' blocks, the blocks that are not typed here and why."""
+    ran = [report.nodeid for reports in terminalreporter.stats.values() for report in reports
+           if hasattr(report, "nodeid")]
+    if not any("test_docs_blocks.py" in nodeid for nodeid in ran):
+        return
+    not_run = [block for block in docblocks.all_blocks() if block.reason]
+    terminalreporter.write_sep("=", f"docs: {len(not_run)} shell blocks not run here")
+    for block in not_run:
+        terminalreporter.write_line(f"{block.where}: {block.reason}")
