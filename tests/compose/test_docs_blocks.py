@@ -27,8 +27,8 @@ ACCOUNT = "dana"  # the host account step 3 takes her uid and gid from
 @pytest.fixture
 def dana(keypair: KeyPair) -> Iterator[Path]:
     """Dana's account on this host, with her public key where the doc has it."""
-    with pytest.raises(KeyError):
-        pwd.getpwnam(ACCOUNT)  # a real dana on this host is not the test's to change
+    existing = [entry.pw_name for entry in pwd.getpwall() if entry.pw_name == ACCOUNT]
+    assert not existing, f"this host has an account {ACCOUNT!r}, which the test would change: run it elsewhere"
     subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", ACCOUNT], check=True)
     try:
         home = Path(pwd.getpwnam(ACCOUNT).pw_dir)
