@@ -64,7 +64,8 @@ def layers_report(warn_start: tuple[TrackedContainer, Container]) -> Report:
     code, output = tracked.exec(container, ["selfcheck", "--time-limit", "300", "--output", scratch("layers")],
                                 user="jovyan")
     assert code == 0, output
-    return read_json(tracked, container, scratch("layers"))
+    report: Report = read_json(tracked, container, scratch("layers"))
+    return report
 
 
 def layer(report: Report, number: int) -> dict[str, Any]:
