@@ -8,17 +8,18 @@ tests/unit/lint/test_docs_blocks.py holds every block to one of the two.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
 import shutil
 import signal
 import subprocess
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from testkit.wait import wait_until
 from tf29env.core.paths import REPO
 
 SHELL_LANGS = ("sh", "bash", "shell", "console")
@@ -160,6 +161,22 @@ def last_line(output: str) -> str:
     return lines[-1] if lines else "(no output)"
 
 
+def type_command(execute: Execute, text: str, plan: Plan, *, follows: bool, waits: bool) -> tuple[bool, Result]:
+    """Type TEXT once, or (WAITS) again every 2 s until it works or the plan's wait is over; whether
+    it worked, and what its last try printed."""
+    tries: list[Result] = []
+
+    def attempt() -> bool:
+        tries.append(execute(text, plan.follow_seconds if follows else plan.timeout))
+        return tries[-1].code == 0 or (follows and tries[-1].code is None and tries[-1].output.strip() != "")
+
+    worked = attempt()
+    if not worked and waits:
+        with contextlib.suppress(TimeoutError):  # the last try is reported by the caller
+            worked = wait_until(attempt, timeout=plan.wait_seconds, interval=2, what=text)
+    return worked, tries[-1]
+
+
 def run_block(block: Block, execute: Execute, plan: Plan | None = None) -> str:
     """Type BLOCK's commands one after the other; the transcript when all worked. A command that
     fails raises with the doc's file and line, the command and its last output line."""
@@ -171,13 +188,7 @@ def run_block(block: Block, execute: Execute, plan: Plan | None = None) -> str:
         used |= held
         follows = command.text.startswith(tuple(plan.follows)) if plan.follows else False
         waits = command.text.startswith(tuple(plan.waits)) if plan.waits else False
-        deadline = time.monotonic() + (plan.wait_seconds if waits else 0)
-        while True:
-            result = execute(text, plan.follow_seconds if follows else plan.timeout)
-            worked = result.code == 0 or (follows and result.code is None and result.output.strip() != "")
-            if worked or time.monotonic() > deadline:
-                break
-            time.sleep(2)
+        worked, result = type_command(execute, text, plan, follows=follows, waits=waits)
         transcript += f"$ {text}\n{result.output}\n"
         if not worked:
             why = "was still running" if result.code is None else f"exited {result.code}"
