@@ -86,8 +86,9 @@ class TrackedContainer:
                          timeout=30, what="the command's output in the logs")
         return str(out).splitlines()[-1]
 
-    def logs(self, container: Container) -> str:
-        return str(container.logs().decode(errors="replace"))
+    def logs(self, container: Container, stderr: bool = True) -> str:
+        """What the container wrote; stderr=False keeps to stdout, where TensorFlow's C++ notices never go."""
+        return str(container.logs(stdout=True, stderr=stderr).decode(errors="replace"))
 
     def wait_log(self, container: Container, text: str, timeout: float = 60) -> str:
         return wait_until(

@@ -55,7 +55,7 @@ def copy_out(container: Container, path: str, destination: Path) -> Path:
 def test_a_custom_op_compiles_against_the_image_and_runs_in_it(tracked: TrackedContainer, tmp_path: Path) -> None:
     probe = tracked.run(publish=(), command=["python", "-c", FLAGS])
     assert tracked.wait_exit(probe, timeout=300) == 0, tracked.logs(probe)[-2000:]
-    found = json.loads(tracked.logs(probe).strip().splitlines()[-1])
+    found = json.loads(tracked.logs(probe, stderr=False).strip().splitlines()[-1])
     assert found["external_exists"] is False  # the build's cut is in place, so this compile proves it
     assert found["into_external"] == []
 
@@ -75,4 +75,4 @@ def test_a_custom_op_compiles_against_the_image_and_runs_in_it(tracked: TrackedC
     run = tracked.run(publish=(), command=["python", "-c", LOAD],
                       volumes={str(output): {"bind": OP_LIBRARY, "mode": "ro"}})
     assert tracked.wait_exit(run, timeout=300) == 0, tracked.logs(run)[-2000:]
-    assert tracked.logs(run).strip().splitlines()[-1] == "[[5, 0], [0, 0]]"
+    assert tracked.logs(run, stderr=False).strip().splitlines()[-1] == "[[5, 0], [0, 0]]"

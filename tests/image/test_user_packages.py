@@ -392,6 +392,6 @@ def test_under_apptainer_pip_installs_into_the_hosts_home(tracked: TrackedContai
         command=["bash", "-c", f"pip install {FIND} tf29probe && python -c 'import tf29probe, numpy; "
                                "print(tf29probe.__file__, numpy.__version__)'"])
     assert tracked.wait_exit(container, timeout=180) == 0, tracked.logs(container)
-    last = tracked.logs(container).strip().splitlines()[-1].split()
+    last = tracked.logs(container, stderr=False).strip().splitlines()[-1].split()
     assert last[1] == "1.23.5" and last[0].startswith("/home/user/.local/lib/python3."), last
     assert list(home.glob(".local/lib/python3.*/site-packages/tf29probe/__init__.py")), list(home.rglob("*"))
