@@ -12,6 +12,7 @@ from tf29env.core import labels
 from tf29env.core.errors import EXIT_INTERRUPTED, UserError
 from tf29env.core.paths import DEFAULT_OUTPUT, REPO, SIZE_BASELINE
 from tf29env.core.variants import DEFAULT_VARIANT, REPOSITORY, VARIANTS
+from tf29env.imagebuild.standin import ARCHIVE_ENV, DEFAULT_ARCHIVE, SUITE
 from tf29env.supplychain.vulns import ALLOWLIST, SERVICES
 
 
@@ -49,17 +50,45 @@ def add_export(sub: "argparse._SubParsersAction[Parser]") -> None:
     add_common(exp)
 
 
+def add_archive_mirror(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--archive-mirror", metavar="URL",
+                        help=f"archive of retired Debian releases the stand-in base is bootstrapped from once "
+                             f"Debian's mirror no longer has {SUITE} (default: ${ARCHIVE_ENV}, else {DEFAULT_ARCHIVE})")
+
+
+def add_audit(sub: "argparse._SubParsersAction[Parser]") -> None:
+    aud = sub.add_parser("audit", help="state the base's support status, then check the Python packages of an "
+                                       "image's SBOM for known vulnerabilities (pip-audit) beyond the allowlist")
+    aud.add_argument("image", nargs="?",
+                     help="image whose base is stated and whose SBOM is audited (default: the last build's)")
+    aud.add_argument("--sbom", type=Path, metavar="FILE",
+                     help="CycloneDX JSON SBOM to audit (default: the last build's, see --variant)")
+    add_variant(aud, "audit the SBOM of the last build of this variant", default=None)
+    aud.add_argument("--allowlist", type=Path, default=ALLOWLIST, metavar="FILE",
+                     help=f"advisories accepted, each with a reason (default: {ALLOWLIST.relative_to(REPO)})")
+    aud.add_argument("--service", choices=SERVICES, default=SERVICES[0],
+                     help=f"vulnerability database pip-audit asks (default: {SERVICES[0]})")
+    aud.add_argument("--timeout", type=float, default=600, metavar="SECONDS",
+                     help="give up on the database after this long (default: 600)")
+    aud.add_argument("--fail-on-eol", action="store_true",
+                     help="fail (exit 7) when the image's base is past its end of support, before any database "
+                          "is asked")
+    add_common(aud)
+
+
 def make_parser() -> Parser:
     parser = Parser(prog="build.py", description="Build, tag, test and publish the tf29-env image.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     base = sub.add_parser("base", help="bootstrap the stand-in base images (Debian 11 + CUDA 11 libraries)")
     add_variant(base, "gpu: Debian 11 with the CUDA libraries; cpu: plain Debian 11")
+    add_archive_mirror(base)
 
     bld = sub.add_parser("build", help="build, label and tag the image; write its manifest; run the size gate")
     add_variant(bld, "gpu: TensorFlow with CUDA; cpu: tensorflow-cpu")
     bld.add_argument("--base", help="'standin' (local stand-in, bootstrapped if missing) or any image reference; "
                                     "default: the variant's official base")
+    add_archive_mirror(bld)
     bld.add_argument("--ca-cert", action="append", type=Path, default=[], metavar="PATH",
                      help="CA certificate file or directory for the build only (a TLS-intercepting proxy's, a "
                           "mirror's): apt and pip trust it, the image keeps no trace of it (repeatable)")
@@ -118,18 +147,7 @@ def make_parser() -> Parser:
     add_common(size)
 
     add_export(sub)
-    aud = sub.add_parser("audit", help="check the Python packages of an image's SBOM for known vulnerabilities "
-                                       "(pip-audit) beyond the allowlist")
-    aud.add_argument("--sbom", type=Path, metavar="FILE",
-                     help="CycloneDX JSON SBOM to audit (default: the last build's, see --variant)")
-    add_variant(aud, "audit the SBOM of the last build of this variant", default=None)
-    aud.add_argument("--allowlist", type=Path, default=ALLOWLIST, metavar="FILE",
-                     help=f"advisories accepted, each with a reason (default: {ALLOWLIST.relative_to(REPO)})")
-    aud.add_argument("--service", choices=SERVICES, default=SERVICES[0],
-                     help=f"vulnerability database pip-audit asks (default: {SERVICES[0]})")
-    aud.add_argument("--timeout", type=float, default=600, metavar="SECONDS",
-                     help="give up on the database after this long (default: 600)")
-    add_common(aud)
+    add_audit(sub)
     return parser
 
 

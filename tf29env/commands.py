@@ -1,28 +1,30 @@
 """What each build.py command does, in the order a CI job runs them: build, test, push (and size)."""
 
 import argparse
+import datetime
 import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from docker import DockerClient
 
 from tf29env.core import engine, labels, records
-from tf29env.core.errors import EXIT_BUILD, EXIT_INPUT, EXIT_TEST, EXIT_VULNERABLE, UserError
+from tf29env.core.errors import EXIT_BUILD, EXIT_INPUT, EXIT_TEST, EXIT_UNSUPPORTED, EXIT_VULNERABLE, UserError
 from tf29env.core.facts import inventory
 from tf29env.core.log import Log
 from tf29env.core.paths import REPO
-from tf29env.core.variants import VARIANTS
+from tf29env.core.variants import STANDIN_CUDA, STANDIN_OS, VARIANTS
 from tf29env.imagebuild import standin
 from tf29env.imagebuild.network import NetworkInputs
 from tf29env.pipeline import BuildRequest, BuildResult, build, source_date
 from tf29env.progress import Progress
 from tf29env.release import export, manifest, push, sizegate, tags
 from tf29env.release.verify import verify
-from tf29env.supplychain import licenses, sbom, vulns
+from tf29env.supplychain import licenses, sbom, support, vulns
 
 # "0" leaves out the tests that build images of their own (tests/build, tests/buildkit: their
 # conftest.py reads it), for `build.py test IMAGE`, which checks one image.
@@ -42,9 +44,18 @@ def logger(args: argparse.Namespace) -> Log:
 
 def cmd_base(args: argparse.Namespace) -> int:
     log = logger(args)
+    archive = standin.archive_mirror(args.archive_mirror, os.environ)
     client = engine.connect()
-    log(f"stand-in base ready: {standin.ensure(client, log, VARIANTS[args.variant].standin_base)}")
+    log(f"stand-in base ready: {standin.ensure(client, log, VARIANTS[args.variant].standin_base, archive=archive)}")
     return 0
+
+
+def standin_base(request: BuildRequest) -> str | None:
+    """The stand-in base the build will use (as the pipeline resolves it), or None for any other base."""
+    if request.base == "standin":
+        return request.variant.standin_base
+    base = request.base or request.variant.default_base
+    return base if base in (STANDIN_OS, STANDIN_CUDA) else None
 
 
 def build_request(args: argparse.Namespace) -> BuildRequest:
@@ -100,11 +111,16 @@ def build_record(result: BuildResult, size: int, outputs: dict[str, Any], verdic
 def cmd_build(args: argparse.Namespace) -> int:
     # Every input is checked before the engine is asked anything, so that nothing half-starts.
     request = build_request(args)
+    archive = standin.archive_mirror(args.archive_mirror, os.environ)
     baseline = sizegate.load(args.size_baseline)
     directory = records.variant_dir(args.output_dir, args.variant)
     client = engine.connect()
-    result = run_build(args, client, request)
     log = logger(args)
+    stand_in = standin_base(request)
+    if stand_in:
+        # Made here, where the archive mirror is known; the pipeline then finds it on the engine.
+        standin.ensure(client, log, stand_in, archive=archive)
+    result = run_build(args, client, request)
     built, outputs = write_outputs(client, directory, result, request, log)
     verdict = sizegate.judge_image(baseline, result.variant, result.base, built.size_bytes, args.max_growth,
                                    skipped=args.no_size_gate)
@@ -220,44 +236,127 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def audit_target(args: argparse.Namespace) -> tuple[Path, Path | None]:
-    """The SBOM to audit (--sbom, else the last build's) and where its report goes (None: nowhere)."""
+@dataclass(frozen=True)
+class AuditTarget:
+    sbom_text: str  # the CycloneDX JSON SBOM
+    sbom_name: str  # where it came from, as messages name it
+    report: Path | None  # where audit.json goes (None: nowhere)
+    image: str  # the image whose base is stated ("": the one the SBOM describes, if the engine has it)
+    named: bool = False  # IMAGE was given: it must answer
+
+
+def read_sbom_file(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError as exc:
+        raise UserError(f"--sbom {path}: cannot read it ({exc.strerror})", EXIT_INPUT) from None
+
+
+def audit_target(args: argparse.Namespace) -> AuditTarget:
+    """The SBOM to audit (--sbom, else IMAGE's own, else the last build's), where its report goes, and
+    the image whose base is stated (IMAGE, else the last build's, else the one the SBOM describes)."""
+    if args.image:
+        tags.split_reference(args.image, "IMAGE")
+        if args.sbom:
+            return AuditTarget(read_sbom_file(args.sbom), str(args.sbom), None, args.image, named=True)
+        client = engine.connect()
+        inside = labels.of_image(engine.inspect(client, args.image)).get(labels.SBOM)
+        content = support.read_image_file(client, args.image, inside) if inside else None
+        if content is None:
+            raise UserError(f"{args.image} holds no SBOM (no {labels.SBOM} label): not built by build.py; "
+                            "pass --sbom FILE")
+        return AuditTarget(content.decode(), f"{args.image}:{inside}", None, args.image, named=True)
     if args.sbom:
-        return args.sbom, None
+        return AuditTarget(read_sbom_file(args.sbom), str(args.sbom), None, "")
     record = records.load_build(args.output_dir, args.variant)
     if "sbom" not in record:
         raise UserError(f"the build of {record['image']} recorded no SBOM (made before build.py wrote them); "
                         "build again or pass --sbom FILE")
     path = Path(str(record["sbom"]))
-    return path, path.parent / records.AUDIT_FILE
+    return AuditTarget(read_sbom_file(path), str(path), path.parent / records.AUDIT_FILE, str(record["id"]))
 
 
-def load_sbom(path: Path) -> dict[str, Any]:
-    """A CycloneDX JSON SBOM from a file: one line when it is missing (exit 2) or invalid (exit 4)."""
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise UserError(f"--sbom {path}: cannot read it ({exc.strerror})", EXIT_INPUT) from None
+def parse_sbom(text: str, name: str) -> dict[str, Any]:
+    """A CycloneDX JSON SBOM: one line when it is invalid (exit 4)."""
     try:
         document: dict[str, Any] = json.loads(text)
     except ValueError as exc:
-        raise UserError(f"{path}: not JSON ({exc})", EXIT_BUILD) from None
-    sbom.validate(text, str(path))
+        raise UserError(f"{name}: not JSON ({exc})", EXIT_BUILD) from None
+    sbom.validate(text, name)
     return document
+
+
+def sbom_image(document: dict[str, Any]) -> str:
+    """The image an SBOM describes, as its root component names it (repository:full tag), or ''."""
+    root = document.get("metadata", {}).get("component", {})
+    name, version = str(root.get("name", "")), str(root.get("version", ""))
+    return f"{name}:{version}" if name and version else ""
+
+
+@dataclass(frozen=True)
+class BaseSupport:
+    status: support.Status | None  # None: no image to read it from
+    why_unknown: str
+    backend: support.Backend | None  # the protobuf backend the image uses (None: not asked)
+
+
+def base_support(target: AuditTarget, document: dict[str, Any], today: datetime.date) -> BaseSupport:
+    """What the audit states first, offline. A named image must answer; the last build's image, or the
+    SBOM's, only makes the status unknown where the engine lacks it."""
+    image = target.image or sbom_image(document)
+    if target.named:
+        client = engine.connect()
+        engine.inspect(client, image)  # a missing image is one line
+    elif not image:
+        return BaseSupport(None, "the SBOM names no image", None)
+    else:
+        try:
+            client = engine.connect()
+            if not engine.image_exists(client, image):
+                return BaseSupport(None, f"{image} is not on this engine", None)
+        except UserError as exc:
+            return BaseSupport(None, str(exc), None)
+    status = support.image_status(client, image, today)
+    backend = support.protobuf_backend(client, image) if support.pinned_versions(document) else None
+    return BaseSupport(status, "", backend)
+
+
+def state_base(args: argparse.Namespace, target: AuditTarget, document: dict[str, Any], log: Log) -> BaseSupport:
+    """Print the base's support status and the pins that cannot move; with --fail-on-eol, fail on a
+    base past its end of support (exit 7) or one whose status is unknown (exit 2)."""
+    base = base_support(target, document, support.today_utc())
+    if base.status is None:
+        log(f"base: support status unknown ({base.why_unknown}); name the image: build.py audit IMAGE")
+    else:
+        log(base.status.line())
+    for line in support.pin_lines(support.pinned_versions(document), base.backend):
+        log(line)
+    if args.fail_on_eol:
+        if base.status is None or base.status.ended is None:
+            why = base.why_unknown if base.status is None else f"{base.status.name} is not in the support table"
+            raise UserError(f"--fail-on-eol: cannot tell whether the base is past its end of support ({why})")
+        if base.status.ended:
+            raise UserError(f"--fail-on-eol: the base ({base.status.name}) is past its end of support",
+                            EXIT_UNSUPPORTED)
+    return base
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
     # Input first: a malformed allowlist or SBOM stops the audit before anything is asked.
     allowlist = vulns.load_allowlist(args.allowlist)
-    path, report_path = audit_target(args)
-    document = load_sbom(path)
+    target = audit_target(args)
+    document = parse_sbom(target.sbom_text, target.sbom_name)
     log = logger(args)
-    log(f"==> auditing the Python packages of {path} with pip-audit ({args.service}); "
+    # The base first, offline: a database that does not answer must not hide it.
+    base = state_base(args, target, document, log)
+    log(f"==> auditing the Python packages of {target.sbom_name} with pip-audit ({args.service}); "
         f"{len(allowlist)} advisories allowed by {args.allowlist}")
     verdict = vulns.audit(document, allowlist, args.service, args.timeout)
-    result = {"sbom": str(path), "service": args.service, **vulns.to_dict(verdict)}
-    if report_path is not None:
-        records.write_json(report_path, result)
+    result = {"sbom": target.sbom_name, "service": args.service,
+              "base": base.status.to_dict() if base.status else {"statement": None, "unknown": base.why_unknown},
+              "pinned": support.pin_lines(support.pinned_versions(document), base.backend), **vulns.to_dict(verdict)}
+    if target.report is not None:
+        records.write_json(target.report, result)
     if args.json:
         print(json.dumps(result, sort_keys=True), flush=True)
     for finding, entry in verdict.allowed:

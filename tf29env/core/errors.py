@@ -9,6 +9,7 @@ EXIT_TEST = 5  # the image does not hold what its tags claim, or the test suite 
 EXIT_PUSH = 6  # the registry is unreachable, refused a push or kept failing it
 EXIT_VULNERABLE = 7  # audit: known vulnerabilities that the allowlist does not cover
 EXIT_NO_DATABASE = 8  # audit: no vulnerability database answers (offline, blocked)
+EXIT_UNSUPPORTED = 9  # audit --fail-on-eol: the base is past its end of support
 EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports SIGINT
 
 
