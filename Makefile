@@ -12,7 +12,9 @@ IMAGE ?= tf29-env:latest-$(VARIANT)
 # Extra CAs of a TLS-intercepting proxy: Debian/Ubuntu keep locally added ones here.
 CA_DIR ?= /usr/local/share/ca-certificates
 CA_ARGS := $(if $(wildcard $(CA_DIR)/*.crt),--ca-cert $(CA_DIR))
-# `make run`: where the environment listens on the host and which public key may log in.
+# `make run`: the container (its volumes are CONTAINER-work, -local, -nv, -hostkeys), where it listens
+# on the host and which public key may log in.
+CONTAINER ?= tf29-env
 HOST_ADDRESS ?= 0.0.0.0
 JUPYTER_HOST_PORT ?= 8888
 SSH_HOST_PORT ?= 2222
@@ -24,8 +26,14 @@ export GPUS
 # `make run`/`make stop`: the seconds a stop gives running jobs and busy kernels to checkpoint
 # (docs/jobs.md); unset: the team's, docker-compose.yml's STOP_GRACE_SECONDS (30).
 STOP_GRACE_SECONDS ?=
+# `make upgrade`/`make rollback` (docs/upgrade.md): where snapshots go, how many of them stay, and how
+# long the new container has to turn healthy and pass the self-check before it is rolled back.
+BACKUP_DIR ?= backups
+BACKUP_KEEP ?= 3
+UPGRADE_TIMEOUT ?= 300
+UPGRADE = $(PY) -m compose.upgrade --container '$(CONTAINER)' --backup-dir '$(BACKUP_DIR)' --timeout '$(UPGRADE_TIMEOUT)'
 
-.PHONY: help venv base build run stop test lint bench clean screenshots
+.PHONY: help venv base build run stop upgrade rollback test lint bench clean screenshots
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -46,23 +54,30 @@ build: $(VENV)/.done ## build the image (BASE=standin|IMAGE, VARIANT=gpu|cpu)
 # The GPU arguments come first: a bad GPUS is one line, and the running container stays. /dev/shm, the
 # stack ulimit and the log rotation are the team's (docker-compose.yml's x-member, compose/limits.py).
 # The old container is stopped as `make stop` does: its jobs are interrupted and checkpoint first.
-run: build ## build, then start the environment as container tf29-env (Jupyter on 8888, SSH on 2222; GPUS=0,1 picks GPUs)
+run: build ## build, then start the environment as container tf29-env (CONTAINER=NAME for another; Jupyter on 8888, SSH on 2222; GPUS=0,1 picks GPUs)
 	gpu_args=$$(python3 compose/gpus.py docker-args) && \
 	limit_args=$$($(PY) compose/limits.py docker-args $(if $(STOP_GRACE_SECONDS),--stop-grace '$(STOP_GRACE_SECONDS)')) && \
-	{ docker stop tf29-env >/dev/null 2>&1 || true; } && { docker rm -f tf29-env >/dev/null 2>&1 || true; } && \
-	docker run -d --name tf29-env --restart unless-stopped $$gpu_args $$limit_args \
+	{ docker stop $(CONTAINER) >/dev/null 2>&1 || true; } && { docker rm -f $(CONTAINER) >/dev/null 2>&1 || true; } && \
+	docker run -d --name $(CONTAINER) --restart unless-stopped $$gpu_args $$limit_args \
 	  -p $(HOST_ADDRESS):$(JUPYTER_HOST_PORT):8888 -p $(HOST_ADDRESS):$(SSH_HOST_PORT):22 \
 	  $(if $(SSH_PUBLIC_KEY),-e SSH_AUTHORIZED_KEYS="$$(cat $(SSH_PUBLIC_KEY))") \
-	  -v tf29-env-work:/home/jovyan/work -v tf29-env-hostkeys:/etc/ssh/host-keys -v tf29-env-nv:/home/jovyan/.nv \
-	  -v tf29-env-local:/home/jovyan/.local \
+	  -v $(CONTAINER)-work:/home/jovyan/work -v $(CONTAINER)-hostkeys:/etc/ssh/host-keys -v $(CONTAINER)-nv:/home/jovyan/.nv \
+	  -v $(CONTAINER)-local:/home/jovyan/.local \
 	  $(IMAGE)
-	@echo "waiting for tf29-env to turn healthy..."
-	@python3 compose/access.py run --bind '$(HOST_ADDRESS)' --jupyter-port '$(JUPYTER_HOST_PORT)' \
+	@echo "waiting for $(CONTAINER) to turn healthy..."
+	@python3 compose/access.py run --container '$(CONTAINER)' --bind '$(HOST_ADDRESS)' --jupyter-port '$(JUPYTER_HOST_PORT)' \
 	  --ssh-port '$(SSH_HOST_PORT)' --ssh-key '$(SSH_PUBLIC_KEY)'
 
 # docker stop waits the container's own stop timeout (make run set it: STOP_GRACE_SECONDS + 5).
 stop: ## stop the tf29-env container gracefully (jobs checkpoint first: docs/jobs.md), then remove it (volumes stay)
-	docker stop tf29-env && docker rm tf29-env
+	docker stop $(CONTAINER) && docker rm $(CONTAINER)
+
+# IMAGE given on the command line is taken as it is (built elsewhere, or loaded); else built first.
+upgrade: $(VENV)/.done $(if $(filter command line,$(origin IMAGE)),,build) ## move the running environment to the new image: snapshot, health gate, automatic rollback (docs/upgrade.md)
+	$(UPGRADE) upgrade --image '$(IMAGE)' --keep '$(BACKUP_KEEP)'
+
+rollback: $(VENV)/.done ## back to the image and volumes of the last upgrade's snapshot (what runs now is snapshotted first)
+	$(UPGRADE) rollback
 
 test: $(VENV)/.done ## run the whole test suite (builds the image on the stand-in base first)
 	$(PY) build.py test
@@ -74,7 +89,7 @@ bench: $(VENV)/.done ## measure size, build, start-up and self-check times; BENC
 	$(PY) -m bench $(BENCH_ARGS)
 
 clean: ## stop and remove the tf29-env container, build output and caches (images and volumes stay)
-	{ docker stop tf29-env >/dev/null 2>&1 || true; } && { docker rm -f tf29-env >/dev/null 2>&1 || true; }
+	{ docker stop $(CONTAINER) >/dev/null 2>&1 || true; } && { docker rm -f $(CONTAINER) >/dev/null 2>&1 || true; }
 	rm -rf build-output .pytest_cache .mypy_cache .ruff_cache
 
 screenshots: build hub-venv hub-proxy ## build the image, then take the docs' pictures from a real run (docs/img/*.png, scripts/screenshots.py)

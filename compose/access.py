@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """How a person reaches an environment, printed by `make run` and `make up` once it answers.
 
-  python3 compose/access.py run --bind ADDRESS --jupyter-port P --ssh-port P [--ssh-key FILE]
-      `make run`: waits until container tf29-env is healthy, then prints its JupyterLab URL (the token
+  python3 compose/access.py run [--container NAME] --bind ADDRESS --jupyter-port P --ssh-port P [--ssh-key FILE]
+      `make run`: waits until its container (tf29-env) is healthy, then prints its JupyterLab URL (the token
       from its log, the host's port) and the SSH command, or that SSH is off and how to turn it on.
   python3 compose/access.py ready
       `make up`: the members of docker-compose.yml whose secrets exist, for `compose up`; one line on
@@ -136,8 +136,8 @@ def ready_members(project: member.Project) -> tuple[list[str], list[str]]:
 
 
 def cmd_run(args: argparse.Namespace) -> list[str]:
-    wait_healthy(CONTAINER, CONTAINER)
-    done = subprocess.run(["docker", "logs", CONTAINER], capture_output=True, text=True, check=False)
+    wait_healthy(args.container, args.container)
+    done = subprocess.run(["docker", "logs", args.container], capture_output=True, text=True, check=False)
     logs = done.stdout + done.stderr
     warnings = [line for line in logs.splitlines() if line.startswith("tf29-env: WARNING")]
     return [*warnings, *run_lines(logs, args.bind, args.jupyter_port, args.ssh_port, args.ssh_key)]
@@ -177,6 +177,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
                         help="the folder of docker-compose.yml (default: the one above this script)")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="make run's container: wait until healthy, print the URL and SSH line")
+    run.add_argument("--container", default=CONTAINER, help="the container's name (make run's CONTAINER)")
     run.add_argument("--bind", default="0.0.0.0", help="the host address the ports are published on")  # noqa: S104
     run.add_argument("--jupyter-port", type=int, required=True, help="the host port of JupyterLab")
     run.add_argument("--ssh-port", type=int, required=True, help="the host port of SSH")

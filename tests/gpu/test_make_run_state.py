@@ -11,9 +11,7 @@ built FROM it on that engine."""
 import base64
 import contextlib
 import io
-import json
 import re
-import subprocess
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,24 +20,21 @@ import docker.errors
 import pytest
 import requests
 
+from testkit import makerun
 from testkit.gpuengine import GpuEngine
 from testkit.jobs import STOPPABLE
-from testkit.kernel import LabKernel
+from testkit.makerun import Lab
 from testkit.net import free_host_port
 from testkit.ssh import KeyPair
-from testkit.terminal import LabTerminal, type_command
 from testkit.wait import wait_until
 from testkit.wheels import build_wheel, module_files
 from tests.gpu.conftest import assert_no_gpu_holders
-from tf29env.core.paths import REPO
 
 NAME = "tf29-env"  # the Makefile's container
 VOLUMES = ("tf29-env-work", "tf29-env-hostkeys", "tf29-env-nv", "tf29-env-local")
 NEWER = "tf29-env-test-newer:state"
-THEMES = "lab/api/settings/@jupyterlab/apputils-extension:themes"
 DARK = "JupyterLab Dark"
 NEW_NOTEBOOK = "9-what-is-new.ipynb"
-TOKEN_LINE = re.compile(r"JupyterLab token \(generated; [^)]*\): http://\S+\?token=([0-9a-f]{48})")
 
 
 def clean(engine: GpuEngine) -> None:
@@ -71,53 +66,9 @@ def engine(gpu_engine: GpuEngine, image: str) -> Iterator[GpuEngine]:
         assert_no_gpu_holders(gpu_engine)
 
 
-class Lab:
-    """make run's JupyterLab: its port and the token it generated (from the container's log)."""
-
-    def __init__(self, engine: GpuEngine, port: int) -> None:
-        container = engine.client().containers.get(NAME)
-
-        def token() -> str | None:
-            found = TOKEN_LINE.findall(container.logs().decode(errors="replace"))
-            return found[-1] if found else None
-
-        def healthy() -> bool:
-            container.reload()
-            return bool(container.attrs["State"]["Health"]["Status"] == "healthy")
-
-        self.token = wait_until(token, timeout=120, what="make run's token in the log")
-        wait_until(healthy, timeout=120, what="make run's container healthy")
-        self.url = f"http://127.0.0.1:{port}/"
-        self.headers = {"Authorization": f"token {self.token}"}
-
-    def terminal(self, command: str) -> str:
-        terminal = LabTerminal(self.url, self.token, {"cwd": ""})
-        try:
-            code, output = type_command(terminal, command)
-        finally:
-            terminal.close()
-        assert code == 0, output
-        return output
-
-    def cell(self, code: str) -> str:
-        kernel = LabKernel(self.url, self.token)
-        try:
-            status, shown = kernel.execute(code)
-        finally:
-            kernel.close()
-        assert status == "ok", shown
-        return shown
-
-    def theme(self) -> str:
-        response = requests.get(f"{self.url}{THEMES}", headers=self.headers, timeout=30)
-        response.raise_for_status()
-        return str(response.json()["settings"].get("theme", ""))
-
-
 def make(engine: GpuEngine, target: str, *variables: str) -> None:
     env = {key: value for key, value in engine.environ().items() if key != "GPUS"}
-    done = subprocess.run(["make", "--no-print-directory", "-o", "build", target, *variables], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
+    done = makerun.make(target, *variables, env=env, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
 
 
@@ -125,7 +76,7 @@ def make_run(engine: GpuEngine, image: str, keypair: KeyPair) -> Lab:
     port = free_host_port()
     make(engine, "run", f"IMAGE={image}", "HOST_ADDRESS=127.0.0.1", f"JUPYTER_HOST_PORT={port}",
          f"SSH_HOST_PORT={free_host_port()}", f"SSH_PUBLIC_KEY={keypair.private}.pub", "GPUS=none")
-    return Lab(engine, port)
+    return Lab(engine.client(), NAME, port)
 
 
 def test_what_the_user_set_up_survives_make_stop_make_run_and_a_newer_image(
@@ -139,9 +90,7 @@ def test_what_the_user_set_up_survives_make_stop_make_run_and_a_newer_image(
     upload.raise_for_status()
     shown = lab.cell(f"%pip install --no-index ~/work/{wheel.name}\nimport tf29probe\nprint(tf29probe.__file__)")
     assert "Successfully installed tf29probe-1.0" in shown, shown
-    put = requests.put(f"{lab.url}{THEMES}", headers=lab.headers, timeout=30,
-                       data=json.dumps({"raw": json.dumps({"theme": DARK})}))
-    assert put.status_code == 204, put.text
+    lab.set_theme(DARK)
     assert lab.terminal("git config --global user.email ada@example.org && git config --global user.email"
                         ).splitlines()[-1] == "ada@example.org"
     requests.put(f"{lab.url}api/contents/work/loop.py", headers=lab.headers, timeout=30,

@@ -264,7 +264,7 @@ def test_the_volumes_in_container_path_is_the_same_everywhere() -> None:
         "deploy/z2jh/values.yaml": (REPO / "deploy" / "z2jh" / "values.yaml").read_text(),
     }
     patterns = {
-        "Makefile": r"-v tf29-env-local:/home/jovyan/\.local\b",
+        "Makefile": r"-v \$\(CONTAINER\)-local:/home/jovyan/\.local\b",
         "README.md": r"-v tf-local:/home/jovyan/\.local\b",
         "docker-compose.yml": r"- alice-local:/home/jovyan/\.local\n(.|\n)*- bob-local:/home/jovyan/\.local\n",
         "compose/member.py": r"\{m\.name\}-local:/home/jovyan/\.local\"",
