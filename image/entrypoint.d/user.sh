@@ -183,4 +183,8 @@ prepare_user_state() {
   # Scripts of the user's packages (pip puts them in the user base's bin), after the image's own.
   [[ -n ${PYTHONNOUSERSITE:-} ]] || export PATH="${PATH}:${PYTHONUSERBASE:-${user_home}/.local}/bin"
   mapfile -t user_state_report < <("${as_user[@]}" /usr/bin/python3 -I -m tf29image.startup.userstate start "${user_home}" "${home_folder}" 2>&1 || true)
+  # The venv's Python reads settings with Lab's json5 and jsonschema; Apptainer's home is the host's: report only.
+  local settings_step=start
+  ((!apptainer_mode)) || settings_step=report
+  mapfile -t -O "${#user_state_report[@]}" user_state_report < <("${as_user[@]}" /opt/venv/bin/python -I -m tf29image.startup.keptaside "${settings_step}" "${user_home}" 2>&1 || true)
 }
