@@ -1,7 +1,8 @@
 """Start, stop and inspect the team hub: `python -m hub.ctl up|down|status` (hub.mk runs it in
 hub/.venv). `up` checks everything that can be checked before anything starts (settings, the
-Docker engine, the image, free ports, the locked-memory limit), then starts the proxy and the hub
-in the background (logs and pid files in the state folder) and waits until the hub answers.
+Docker engine, the image, free ports, the locked-memory limit), upgrades the hub's database when
+its schema is older than the installed JupyterHub's (hub/dbupgrade.py), then starts the proxy and
+the hub in the background (logs and pid files in the state folder) and waits until the hub answers.
 A problem is one line on stderr and a non-zero exit, with nothing left half-started."""
 
 from __future__ import annotations
@@ -22,13 +23,14 @@ import docker.errors
 import requests
 
 from compose import gpus, memlock
-from hub import REPO, gpuplan
+from hub import REPO, dbupgrade, gpuplan
 from hub import settings as hub_settings
 from hub.settings import EXIT_CONFIG, HUB_DIR, HUB_LABEL, HubConfigError, Settings
 from hub.sshaccess import port_free
 
 EXIT_ENGINE = 3  # no Docker engine answers
 EXIT_START = 4  # the proxy or the hub did not come up (their logs say why)
+EXIT_DATABASE = 5  # the hub's database cannot be read or upgraded (left as it was)
 PROXY_BIN = HUB_DIR / "node_modules" / ".bin" / "configurable-http-proxy"
 HUB_BIN = HUB_DIR / ".venv" / "bin" / "jupyterhub"
 CONFIG_FILE = HUB_DIR / "jupyterhub_config.py"
@@ -200,6 +202,12 @@ def up(environ: Mapping[str, str]) -> int:
     os.umask(0o077)
     ensure_state(state)
     logs = hub_settings.logs_dir(state)
+    try:
+        upgraded = dbupgrade.upgrade(hub_settings.db_file(state), HUB_BIN, logs / "db-upgrade.log", environ)
+    except dbupgrade.DbUpgradeError as exc:
+        raise StartError(str(exc), EXIT_DATABASE) from None
+    if upgraded:
+        print(f"tf29-hub: {upgraded}")
     token = hub_settings.proxy_token_file(state).read_text().strip()
     base_env = {key: value for key, value in environ.items() if not key.startswith("CONFIGPROXY_")}
     proxy = spawn(

@@ -24,6 +24,7 @@ import json
 import os
 import re
 import socket
+import sysconfig
 from typing import Any
 
 import batchspawner  # registers /hub/api/batchspawner, where the servers report their port
@@ -132,5 +133,12 @@ c.JupyterHub.bind_url = os.environ.get("TF29_HUB_BIND_URL", "http://0.0.0.0:8000
 c.JupyterHub.hub_ip = "0.0.0.0"  # noqa: S104 - the compute nodes are on the cluster's network
 c.JupyterHub.hub_connect_ip = os.environ.get("TF29_HUB_CONNECT", socket.gethostname())
 c.JupyterHub.db_url = f"sqlite:///{STATE}/jupyterhub.sqlite"
+# A JupyterHub pin with a new schema upgrades the database at start, after copying it beside itself
+# (jupyterhub.sqlite.<date-time>, docs/hpc.md); a current one is left alone.
+c.JupyterHub.upgrade_db = True
+# The upgrade runs `alembic` by name: this venv's, also when the hub is started by its full path.
+VENV_SCRIPTS = sysconfig.get_path("scripts")
+if VENV_SCRIPTS not in os.environ.get("PATH", "").split(os.pathsep):
+    os.environ["PATH"] = os.pathsep.join(filter(None, [VENV_SCRIPTS, os.environ.get("PATH")]))
 c.JupyterHub.cookie_secret_file = f"{STATE}/jupyterhub_cookie_secret"
 c.ConfigurableHTTPProxy.pid_file = f"{STATE}/proxy.pid"
