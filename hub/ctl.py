@@ -1,9 +1,11 @@
 """Start, stop and inspect the team hub: `python -m hub.ctl up|down|status` (hub.mk runs it in
 hub/.venv). `up` checks everything that can be checked before anything starts (settings, the
-Docker engine, the image, free ports, the locked-memory limit), upgrades the hub's database when
-its schema is older than the installed JupyterHub's (hub/dbupgrade.py), then starts the proxy and
-the hub in the background (logs and pid files in the state folder) and waits until the hub answers.
-A problem is one line on stderr and a non-zero exit, with nothing left half-started."""
+Docker engine, the image, free ports, the locked-memory limit), snapshots the users' volumes and
+the state folder when the image differs from the one served last (hub/upgradesnap.py), upgrades
+the hub's database when its schema is older than the installed JupyterHub's (hub/dbupgrade.py),
+then starts the proxy and the hub in the background (logs and pid files in the state folder) and
+waits until the hub answers. A problem is one line on stderr and a non-zero exit, with nothing
+left half-started."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import docker.errors
 import requests
 
 from compose import gpus, memlock
-from hub import REPO, dbupgrade, gpuplan
+from hub import REPO, dbupgrade, gpuplan, upgradesnap
 from hub import settings as hub_settings
 from hub.settings import EXIT_CONFIG, HUB_DIR, HUB_LABEL, HubConfigError, Settings
 from hub.sshaccess import port_free
@@ -31,6 +33,7 @@ from hub.sshaccess import port_free
 EXIT_ENGINE = 3  # no Docker engine answers
 EXIT_START = 4  # the proxy or the hub did not come up (their logs say why)
 EXIT_DATABASE = 5  # the hub's database cannot be read or upgraded (left as it was)
+EXIT_SNAPSHOT = 6  # a new image, and no snapshot of the users' volumes and the state could be taken
 PROXY_BIN = HUB_DIR / "node_modules" / ".bin" / "configurable-http-proxy"
 HUB_BIN = HUB_DIR / ".venv" / "bin" / "jupyterhub"
 CONFIG_FILE = HUB_DIR / "jupyterhub_config.py"
@@ -202,6 +205,13 @@ def up(environ: Mapping[str, str]) -> int:
     os.umask(0o077)
     ensure_state(state)
     logs = hub_settings.logs_dir(state)
+    image_id = str(client.images.get(team.image).id)
+    # Before the database upgrade: the state's tar then holds the database as the last hub left it.
+    try:
+        for line in upgradesnap.before_new_image(client, team, image_id):
+            print(line)
+    except upgradesnap.HubSnapshotError as exc:
+        raise StartError(str(exc), EXIT_SNAPSHOT) from None
     try:
         upgraded = dbupgrade.upgrade(hub_settings.db_file(state), HUB_BIN, logs / "db-upgrade.log", environ)
     except dbupgrade.DbUpgradeError as exc:
@@ -229,6 +239,7 @@ def up(environ: Mapping[str, str]) -> int:
         terminate(processes)
         stop(state)
         raise
+    upgradesnap.record_image(state, image_id)
     print(f"tf29-hub: the hub is up: {team.public_url} (logs: {logs})")
     return 0
 

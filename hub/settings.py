@@ -74,6 +74,8 @@ class Settings:
     gpus: str  # GPUS_AUTO, GPUS_NONE, or the IDs of HUB_GPUS joined by commas
     gpu_policy: str
     gpu_pins: tuple[tuple[str, tuple[str, ...]], ...]  # (user, their GPU IDs)
+    backup_dir: Path  # where the snapshots before a new image go (HUB_BACKUP_DIR)
+    backup_keep: int  # how many of those snapshots are kept (HUB_BACKUP_KEEP)
 
     @property
     def gpu_ids(self) -> tuple[str, ...]:
@@ -141,6 +143,12 @@ def _seconds(name: str, value: str, minimum: int) -> int:
 def _seconds_within(name: str, value: str, minimum: int, maximum: int, note: str = "") -> int:
     if not value.isdigit() or not minimum <= int(value) <= maximum:
         raise HubConfigError(f"{name}={value!r} is not a whole number of seconds from {minimum}{note} to {maximum}")
+    return int(value)
+
+
+def _count(name: str, value: str, minimum: int) -> int:
+    if not value.isdigit() or int(value) < minimum:
+        raise HubConfigError(f"{name}={value!r} is not a whole number >= {minimum}")
     return int(value)
 
 
@@ -272,7 +280,13 @@ def load(environ: Mapping[str, str]) -> Settings:
         gpus=_gpus("HUB_GPUS", get("HUB_GPUS", GPUS_AUTO)),
         gpu_policy=_choice("HUB_GPU_POLICY", get("HUB_GPU_POLICY", GPU_EXCLUSIVE), GPU_POLICIES),
         gpu_pins=_pins("HUB_GPU_PINS", get("HUB_GPU_PINS", "")),
+        # Beside make upgrade's snapshots (BACKUP_DIR's default): one folder to back up, already ignored by git.
+        backup_dir=Path(get("HUB_BACKUP_DIR", str(REPO / "backups"))).absolute(),
+        backup_keep=_count("HUB_BACKUP_KEEP", get("HUB_BACKUP_KEEP", "3"), 1),
     )
+    if settings.backup_dir == settings.state_dir or settings.state_dir in settings.backup_dir.parents:
+        raise HubConfigError(f"HUB_BACKUP_DIR={settings.backup_dir} lies in HUB_STATE_DIR: the state's snapshot "
+                             "would hold the snapshots; choose a folder outside it")
     if settings.port == settings.proxy_api_port:
         raise HubConfigError(f"HUB_PORT and HUB_PROXY_API_PORT are both {settings.port}")
     if settings.port in settings.ssh_ports:
