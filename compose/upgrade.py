@@ -188,8 +188,8 @@ def upgrade(client: DockerClient, name: str, reference: str, backup_dir: Path, k
     snapshot.check_room(client, old_image.id, [volume for volume, _ in volumes], backup_dir)
 
     say(f"stopping {name} ({short(old_image.id)}) as `make stop` does: running jobs checkpoint first")
+    began = time.monotonic()  # the downtime: from the stop until the new container has passed the gate
     stop(old)
-    began = time.monotonic()
     try:
         taken = take_snapshot(client, old, old_image, backup_dir, "upgrade", reference)
     except snapshot.SnapshotError:

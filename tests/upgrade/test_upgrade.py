@@ -120,9 +120,19 @@ def test_an_upgrade_keeps_what_the_person_made(env: Environment, image: str, pre
                  "$(echo ~/envs/mine/lib/python3.*/site-packages)/image.pth && "
                  "~/envs/mine/bin/python -m ipykernel install --user --name mine")
 
+    # What the new image may not read: a setting its JupyterLab rejects, a kernel whose Python is gone.
+    lab.terminal("cd ${JUPYTERLAB_SETTINGS_DIR:-~/.jupyter/lab/user-settings} && "
+                 "mkdir -p @jupyterlab/notebook-extension && echo '{\"noSuchSetting\": 1}' > "
+                 "@jupyterlab/notebook-extension/tracker.jupyterlab-settings && python -m venv ~/envs/gone && "
+                 "echo /opt/venv/lib/python3.*/site-packages > $(echo ~/envs/gone/lib/python3.*/site-packages)/i.pth"
+                 " && ~/envs/gone/bin/python -m ipykernel install --user --name gone && rm -r ~/envs/gone")
+
     out = ok(env.make("upgrade", f"IMAGE={image}"))
     assert env.image_id() == env.client.images.get(image).id
     assert f"upgraded {env.name} from " in out, out
+    summary = out[out.index(f"upgraded {env.name} from "):]
+    assert "tf29-env: kept aside Lab settings @jupyterlab/notebook-extension:tracker" in summary, summary
+    assert "tf29-env: kernel gone " in summary and "tf29-env: kernel mine" not in summary, summary
 
     lab = env.lab()
     assert lab.theme() == DARK
