@@ -131,7 +131,7 @@ def test_an_upgrade_keeps_what_the_person_made(env: Environment, image: str, pre
     assert env.image_id() == env.client.images.get(image).id
     assert f"upgraded {env.name} from " in out, out
     summary = out[out.index(f"upgraded {env.name} from "):]
-    assert "tf29-env: kept aside Lab settings @jupyterlab/notebook-extension:tracker" in summary, summary
+    assert "tf29-env: kept aside Lab settings @jupyterlab/notebook-extension/tracker: " in summary, summary
     assert "tf29-env: kernel gone " in summary and "tf29-env: kernel mine" not in summary, summary
 
     lab = env.lab()
