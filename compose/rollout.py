@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from compose.options import positive
+
 if TYPE_CHECKING:
     from docker import DockerClient
     from docker.models.containers import Container
@@ -325,17 +327,6 @@ def roll_out(team: Team, names: Sequence[str], backup_dir: Path, keep: int, time
             say(f"{upgraded.name}: removed the old snapshot {pruned} (BACKUP_KEEP={keep})")
     return 0
 
-
-def positive(kind: type[float] | type[int], what: str) -> Any:
-    def parse(value: str) -> float | int:
-        try:
-            number = kind(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{what} must be a positive number, not {value!r}") from None
-        if number <= 0:
-            raise argparse.ArgumentTypeError(f"{what} must be a positive number, not {value!r}")
-        return number
-    return parse
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:

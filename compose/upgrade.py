@@ -21,7 +21,7 @@ import datetime
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from docker import DockerClient
 from docker.models.containers import Container
 
 from compose import access, recreate, snapshot
+from compose.options import positive
 
 PROG = "tf29-env"
 # The self-check's layers that test the image, not the host: CUDA libraries, TensorFlow, mixed
@@ -284,17 +285,6 @@ def kind_of(folder: Path) -> str | None:
     except (OSError, ValueError):
         return None
 
-
-def positive(kind: Callable[[str], float | int], what: str) -> Callable[[str], Any]:
-    def parse(value: str) -> float | int:
-        try:
-            number = kind(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{what} must be a positive number, not {value!r}") from None
-        if number <= 0:
-            raise argparse.ArgumentTypeError(f"{what} must be a positive number, not {value!r}")
-        return number
-    return parse
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
