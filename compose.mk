@@ -17,8 +17,8 @@ MEMBER ?=
 # docs/upgrade.md); it needs the host tools' venv only then, so without one python3 runs it. The Makefile's
 # BACKUP_DIR, BACKUP_KEEP and UPGRADE_TIMEOUT apply where set; alone (make -f compose.mk) its own defaults.
 TEAM_PY = $(or $(wildcard $(abspath $(TEAM_DIR))/.venv/bin/python),python3)
-ROLLOUT_ARGS = $(if $(BACKUP_DIR),--backup-dir '$(abspath $(BACKUP_DIR))') $(if $(BACKUP_KEEP),--keep '$(BACKUP_KEEP)') \
-  $(if $(UPGRADE_TIMEOUT),--timeout '$(UPGRADE_TIMEOUT)')
+ROLLOUT_ARGS = $(if $(BACKUP_DIR), --backup-dir '$(abspath $(BACKUP_DIR))')$(if $(BACKUP_KEEP), --keep '$(BACKUP_KEEP)')$\
+  $(if $(UPGRADE_TIMEOUT), --timeout '$(UPGRADE_TIMEOUT)')
 
 # compose/memlock.py first: the locked-memory limit this engine can grant (or one line and a stop).
 # Members without secrets (the shipped examples) are not started: access.py says so, one line each. New
@@ -26,7 +26,7 @@ ROLLOUT_ARGS = $(if $(BACKUP_DIR),--backup-dir '$(abspath $(BACKUP_DIR))') $(if 
 # Once the started ones are healthy, their URLs and SSH lines.
 up: ## start every team member's environment, or update it after a change (compose/member.py, .env, image: member by member)
 	cd $(TEAM_DIR) && memlock=$$(python3 compose/memlock.py) && members=$$(python3 compose/access.py ready) && \
-	TF29ENV_MEMLOCK=$$memlock $(TEAM_PY) -m compose.rollout --compose '$(COMPOSE)' $(ROLLOUT_ARGS) $$members && \
+	TF29ENV_MEMLOCK=$$memlock $(TEAM_PY) -m compose.rollout --compose '$(COMPOSE)'$(ROLLOUT_ARGS) $$members && \
 	python3 compose/access.py team --compose '$(COMPOSE)' $$members
 
 down: ## stop and remove the team's containers; notebooks, CUDA caches and host keys stay in their volumes

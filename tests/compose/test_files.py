@@ -66,7 +66,7 @@ def test_compose_mk_runs_compose_in_the_project_folder(tmp_path: Path, compose: 
     # down waits each member's stop_grace_period (the runs' grace: docs/jobs.md) unless STOP_TIMEOUT says.
     assert dry.stdout.splitlines() == [
         f"cd {project} && memlock=$(python3 compose/memlock.py) && members=$(python3 compose/access.py ready) && \\",
-        f"TF29ENV_MEMLOCK=$memlock {compose} up -d --remove-orphans $members && \\",
+        f"TF29ENV_MEMLOCK=$memlock python3 -m compose.rollout --compose '{compose}' $members && \\",
         f"python3 compose/access.py team --compose '{compose}' $members",
         f"cd {project} && {compose} down --remove-orphans",
         f"cd {project} && {compose} ps alice",
