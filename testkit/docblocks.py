@@ -198,11 +198,12 @@ def run_block(block: Block, execute: Execute, plan: Plan | None = None) -> str:
     return transcript
 
 
-def bash(cwd: Path, env: Mapping[str, str], *, tty: bool = False) -> Execute:
+def bash(cwd: Path, env: Mapping[str, str], *, tty: bool = False, prefix: Sequence[str] = ()) -> Execute:
     """Run a command as typed at a bash prompt in CWD (with a terminal when TTY, as `docker exec -it`
-    needs); a command still running at its time is stopped as Ctrl-C stops it."""
+    needs; PREFIX, e.g. setpriv, makes the prompt another user's); a command still running at its time
+    is stopped as Ctrl-C stops it."""
     def execute(text: str, timeout: float) -> Result:
-        argv = ["bash", "-o", "pipefail", "-c", text]
+        argv = [*prefix, "bash", "-o", "pipefail", "-c", text]
         if tty:
             argv = ["script", "-qefc", shlex.join(argv), "/dev/null"]
         with subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from docker import DockerClient
 
+from testkit import docblocks
 from testkit.wait import wait_until
 
 HERE = Path(__file__).resolve().parent
@@ -95,6 +96,13 @@ class Workspace:
              f"--groups={DOCKER_SOCKET.stat().st_gid}", "env", f"HOME={self.user.home}", str(self.cli), *args,
              "--workspace-folder", str(self.folder)],
             capture_output=True, text=True, timeout=timeout, cwd=self.folder, check=False)
+
+    def prompt(self) -> docblocks.Execute:
+        """The host user's bash prompt in the project folder, with the CLI on PATH as npm -g puts it."""
+        user = ["setpriv", f"--reuid={self.user.uid}", f"--regid={USERS_GID}",
+                f"--groups={DOCKER_SOCKET.stat().st_gid}"]
+        env = {**os.environ, "HOME": str(self.user.home), "PATH": f"{self.cli.parent}:{os.environ['PATH']}"}
+        return docblocks.bash(self.folder, env, prefix=user)
 
     def run_json(self, *args: str) -> dict[str, Any]:
         done = self.run(*args)

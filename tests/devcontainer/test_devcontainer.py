@@ -11,12 +11,14 @@ from pathlib import Path
 import pytest
 from docker import DockerClient
 
+from testkit import docblocks
 from testkit.wait import wait_until
 from tests.devcontainer.conftest import Workspace, unique_volume
 from tf29env.core.paths import REPO
 
 pytestmark = pytest.mark.image
 
+DOC_BLOCK = docblocks.block_at(__file__, "docs/devcontainer.md", "devcontainer up")
 EXAMPLES = sorted((REPO / "examples" / "devcontainer").glob("*/devcontainer.json"))
 
 
@@ -40,11 +42,15 @@ def test_examples_exist() -> None:
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda path: path.parent.name)
 def test_up_and_exec(workspace: Workspace, image: str, docker_client: DockerClient, example: Path) -> None:
     write_config(workspace, example, image)
+    # docs/devcontainer.md's CLI lines as a reader types them; the `up` below finds that container.
+    typed = docblocks.run_block(DOC_BLOCK, workspace.prompt())
+    assert "2.9.3" in [line.strip() for line in typed.splitlines()], typed[-2000:]
     up = workspace.run("up")
     result = json.loads(up.stdout.strip().splitlines()[-1])
     assert result["outcome"] == "success", up.stderr[-3000:]
     assert result["remoteUser"] == "jovyan"
-    assert "tf29-env GPU / FP16 self-check" in up.stderr  # postStartCommand from the image's label
+    # postStartCommand from the image's label, at the first up (the doc's)
+    assert "tf29-env GPU / FP16 self-check" in typed, typed[-3000:]
 
     workspace_in = result["remoteWorkspaceFolder"]
     probe = ("id -un; id -u; python -c 'import tensorflow as tf; print(tf.__version__)'; "
