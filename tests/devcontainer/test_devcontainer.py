@@ -18,7 +18,7 @@ from tf29env.core.paths import REPO
 
 pytestmark = pytest.mark.image
 
-DOC_BLOCK = docblocks.block_at(__file__, "docs/devcontainer.md", "devcontainer up")
+(DOC_BLOCK,) = docblocks.blocks_for(__file__)  # docs/devcontainer.md's CLI lines
 EXAMPLES = sorted((REPO / "examples" / "devcontainer").glob("*/devcontainer.json"))
 
 
