@@ -38,6 +38,7 @@ main() {
   if [[ ${cfg_mode} != command ]] && ((cfg_jupyter)); then
     prepare_runtime_dir
     if ((cfg_gen_cert)) && [[ ${cfg_mode} == services ]]; then make_certificate; fi
+    if [[ -n ${cfg_cert_source} && ${cfg_mode} == services ]]; then copy_certificate; fi
   fi
   if [[ ${cfg_mode} != command ]] && ((ssh_starts)); then prepare_ssh; fi # host keys, authorized keys, `sshd -t`
 

@@ -25,7 +25,7 @@ declare apptainer_mode run_dir_per_run IMAGE_RUN_DIR RUN_DIR SERVICES_FILE IMAGE
 declare cfg_mode
 declare -a cfg_command
 declare is_root cfg_jupyter cfg_self_check SSH_PORT cfg_host_key_dir
-declare cfg_gen_cert cfg_jupyter_port cfg_token
+declare cfg_gen_cert cfg_cert_source cfg_key_source cfg_jupyter_port cfg_token
 declare cfg_ssh_keys ssh_starts cfg_sshd_dir cfg_sshd_keys_file cfg_sshd_env_file
 declare cfg_report_port cfg_user_site cfg_login_name cfg_nss_entry cfg_stop_grace
 declare user_from user_old_uid user_old_gid user_rename user_refit user_new_group user_group_rename user_join_users cfg_triplet cfg_group cfg_umask cfg_grant_sudo cfg_chown_home

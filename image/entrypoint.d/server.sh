@@ -126,6 +126,17 @@ make_certificate() {
   log "GEN_CERT: JupyterLab speaks HTTPS with a self-signed certificate made now (${cert}); the token or password is still required"
 }
 
+# JUPYTER_CERT_FILE and JUPYTER_KEY_FILE (checked by the planner) where the dev user's Jupyter reads them: a
+# secret may be root's. install unlinks what is there first, so a link left in the folder is never followed.
+copy_certificate() {
+  local error owner=()
+  if ((is_root)); then owner=(-o "${cfg_ids%%:*}" -g "${cfg_ids##*:}"); fi
+  error=$({ install -m 644 "${owner[@]}" -- "${cfg_cert_source}" "${cfg_cert_file}" &&
+    install -m 600 "${owner[@]}" -- "${cfg_key_source}" "${cfg_key_file}"; } 2>&1) ||
+    die "JUPYTER_CERT_FILE: the certificate and key could not be copied for Jupyter: ${error//$'\n'/ }"
+  log "JUPYTER_CERT_FILE: JupyterLab speaks HTTPS with the certificate in ${cfg_cert_source}; the token or password is still required"
+}
+
 # Whether a folder can be made there is known only by trying: fail now, not with ssh-keygen's message later.
 check_host_key_dir() {
   local dir=${cfg_host_key_dir} error key

@@ -170,6 +170,8 @@ def planned_exports(settings: Settings, mode: Mode, run: RunDirs, login: Login,
     # jupyter server list` finds the server); fixed from here on, for Jupyter, the healthcheck and SSH.
     exports.append(("JUPYTER_RUNTIME_DIR", run.runtime_dir))
     exports.append(("STOP_GRACE_SECONDS", str(settings.stop_grace)))  # `job stop` and the jobs' own supervisors
+    if settings.gpu_memory_limit:  # as checked (04096 is 4096), for the import hook everywhere (gpubudget.py)
+        exports.append(("GPU_MEMORY_LIMIT_MB", str(settings.gpu_memory_limit)))
     if mode.name == COMMAND:
         exports.append(("JOB_FOREGROUND", "1"))  # `docker run IMAGE job run ...`: nothing outlives the command
     if not settings.tensorboard_proxy_url:  # %tensorboard's iframe, through jupyter-server-proxy, under the prefix
@@ -292,6 +294,7 @@ def shell_variables(plan: Plan) -> Dict[str, Value]:
         "cfg_host_key_dir": settings.host_key_dir, "cfg_host_keys": list(host_keys(settings)),
         "cfg_sshd_dir": SSHD_DIR, "cfg_sshd_keys_file": SSHD_KEYS_FILE, "cfg_sshd_env_file": SSHD_ENV_FILE,
         "cfg_unset_names": list(settings.unset_names), "cfg_gen_cert": flag(settings.gen_cert),
+        "cfg_cert_source": settings.cert_file, "cfg_key_source": settings.key_file,
         "cfg_jupyter_port": str(plan.port), "cfg_token": login.token,
         "cfg_ssh_keys": plan.sshd.keys if plan.sshd else plan.ssh_keys, "ssh_starts": flag(plan.ssh_starts),
         "cfg_triplet": flag(settings.triplet), "cfg_user": settings.user, "cfg_group": settings.group,

@@ -83,7 +83,7 @@ def server_notes(settings: Settings, mode: Mode, login: Login, port: int) -> Lis
     if not login.token_generated or settings.apptainer:
         return []  # under Apptainer the ssh -L line says how (apptainer.py announce)
     page = {"server": "", "notebook": "tree"}.get(settings.jupyter_app, "lab")  # the app's default page
-    scheme = "https" if settings.gen_cert else "http"
+    scheme = "https" if settings.gen_cert or settings.cert_file else "http"
     return ["JupyterLab token (generated; set JUPYTER_TOKEN or JUPYTER_TOKEN_FILE to choose one): "
             f"{scheme}://127.0.0.1:{port}{login.base_url}{page}?token={login.token}"]
 
@@ -95,7 +95,7 @@ def lab_args(settings: Settings, login: Login, port: int, port_retries: int, run
         f"--ServerApp.port_retries={port_retries}",  # 0 but for a port the plan chose under Apptainer
         "--ServerApp.open_browser=False", f"--ServerApp.root_dir={home}", f"--ServerApp.base_url={login.base_url}",
     ]
-    if settings.gen_cert:
+    if settings.gen_cert or settings.cert_file:  # made by make_certificate, or copied by copy_certificate
         args += [f"--ServerApp.certfile={run.cert_file}", f"--ServerApp.keyfile={run.key_file}"]
     # The token goes in the server's environment (start_jupyter), never argv: ps shows argv to all.
     if settings.no_auth:

@@ -10,7 +10,7 @@ from typing import Optional, Sequence, Tuple  # python 3.8: no list[...]
 
 from tf29image.healthcheck import SERVICES as SERVICES_FILE
 from tf29image.healthcheck import per_run_path
-from tf29image.startup import apptainer
+from tf29image.startup import apptainer, tls
 from tf29image.startup.settings import Settings
 from tf29image.startup.system import Mounts, System
 from tf29image.startup.values import COMMAND, FILE_LIMITS, HUB, SERVICES, Refused
@@ -141,6 +141,7 @@ def plan_server_args(settings: Settings, mode: Mode, system: System) -> Tuple[st
     if settings.gen_cert and mode.name == SERVICES and not settings.jupyter:
         raise Refused(f"GEN_CERT={settings.text('GEN_CERT')} with ENABLE_JUPYTER=0: there is no Jupyter server to "
                       "give a certificate; drop one of them")
+    plan_certificate(settings, mode, system)
     args = settings.notebook_args + mode.server_args if mode.name != COMMAND else ()
     # Extra args for the server are on its command line, which every process reads in ps.
     for arg in args:
@@ -149,6 +150,42 @@ def plan_server_args(settings: Settings, mode: Mode, system: System) -> Tuple[st
                           "with JUPYTER_TOKEN_FILE, JUPYTER_TOKEN or JUPYTER_PASSWORD_HASH (docs/settings.md), "
                           "never on the command line, where every process can read them")
     return args
+
+
+def plan_certificate(settings: Settings, mode: Mode, system: System) -> None:
+    """JUPYTER_CERT_FILE and JUPYTER_KEY_FILE: both or neither, not with GEN_CERT, and a pair Jupyter can
+    serve (tls.py). Checked as the planner's user, which root is: the entrypoint copies them for the dev user."""
+    cert, key = settings.cert_file, settings.key_file
+    if not cert and not key:
+        return
+    if not (cert and key):
+        names = ("JUPYTER_CERT_FILE", "JUPYTER_KEY_FILE")
+        given, missing = names if cert else names[::-1]
+        raise Refused(f"{given} is set but {missing} is not: give both (the certificate and its private key, PEM) "
+                      "or neither")
+    if settings.gen_cert:
+        raise Refused(f"GEN_CERT={settings.text('GEN_CERT')} and JUPYTER_CERT_FILE are both set: GEN_CERT makes a "
+                      "self-signed certificate, JUPYTER_CERT_FILE gives one; drop one of them")
+    if mode.name == HUB:
+        raise Refused("JUPYTER_CERT_FILE is set, but in the hub mode the hub decides whether its servers speak HTTPS "
+                      "(JupyterHub's internal_ssl); unset JUPYTER_CERT_FILE and JUPYTER_KEY_FILE")
+    if mode.name == SERVICES and not settings.jupyter:
+        raise Refused("JUPYTER_CERT_FILE with ENABLE_JUPYTER=0: there is no Jupyter server to give a certificate; "
+                      "drop one of them")
+    texts = []
+    for name, path in (("JUPYTER_CERT_FILE", cert), ("JUPYTER_KEY_FILE", key)):
+        if not path.startswith("/"):
+            raise Refused(f"{name}='{path}' must be an absolute path in the container")
+        found = system.file_size(path)
+        if found is not None and found > FILE_LIMITS[name]:
+            raise Refused(f"{name}={path}: the file is {found} bytes; at most {FILE_LIMITS[name]}")
+        text = system.read_file(path)
+        if text is None:
+            raise Refused(f"{name}={path}: no such readable file (mount it, e.g. as a secret)")
+        texts.append(text)
+    problem = tls.pem_problem(texts[0], texts[1], cert, key) or system.certificate_problem(cert, key)
+    if problem:
+        raise Refused(problem)
 
 
 def read_secret(name: str, value: str, file_name: str, path: str, system: System) -> str:

@@ -21,6 +21,7 @@ from tf29image.startup.values import (
     ID,
     KEYS,
     LIST,
+    MIB,
     MODE,
     NAME,
     OPTIONS,
@@ -46,6 +47,7 @@ from tf29image.startup.values import (
     chown_extra,
     chown_options,
     gid,
+    gpu_memory_limit,
     group_name,
     hub_url,
     jupyter_app,
@@ -178,6 +180,14 @@ USER_SETTINGS: Tuple[Setting, ...] = (
         'browsers ask once per certificate); the token or password stays required. The key lies in the dev '
         "user's runtime folder, mode 600. Unlike docker-stacks, where any value turns it on, `no` means no. "
         'Not in the hub mode, where the hub decides (its `internal_ssl`), nor with `ENABLE_JUPYTER=0`.')),
+    Setting("JUPYTER_CERT_FILE", "cert_file", "", PATH, as_given, (
+        "The team's certificate (PEM, the chain after it) for Jupyter to speak HTTPS with, a path in the "
+        'container (a secret or read-only bind mount, e.g. `/run/secrets/jupyter.crt`); `JUPYTER_KEY_FILE`, its '
+        'unencrypted private key (PEM). Both or neither. Checked at start: readable, PEM, the key is the '
+        "certificate's, not expired; copied into the dev user's runtime folder (the key mode 600), so the files "
+        'may be root\'s. Not with `GEN_CERT=yes`, nor in the hub mode or with `ENABLE_JUPYTER=0`. The token or '
+        'password stays required.')),
+    Setting("JUPYTER_KEY_FILE", "key_file", "", PATH, as_given),
     Setting("SSH_AUTHORIZED_KEYS", "ssh_keys", "", KEYS, as_given, (
         'Public keys (authorized_keys lines) that may log in as `jovyan`: ed25519, ECDSA, FIDO (`sk-…`) or '
         'RSA (signing with SHA-2, as every client since OpenSSH 7.2 does). Every line but blank ones and `#` '
@@ -215,6 +225,15 @@ USER_SETTINGS: Tuple[Setting, ...] = (
         'Seconds after which an idle kernel is shut down, with or without a browser tab, so it gives its GPU '
         'memory back (0 to 604800; `0`: never). Busy kernels are never shut down. The team setups set an '
         'hour: [jobs.md](jobs.md#idle-kernels).')),
+    Setting("GPU_MEMORY_LIMIT_MB", "gpu_memory_limit", "", MIB, gpu_memory_limit, (
+        'A budget, in MiB (e.g. `4096`), that TensorFlow keeps on each GPU it sees: applied when `tensorflow` '
+        'is imported in a kernel, script, job or SSH session (a logical device with that `memory_limit` per '
+        'GPU), so members sharing a GPU cannot take all of it. A cap TensorFlow keeps, not a hardware limit: '
+        'other CUDA code ignores it (a hard one takes MIG, or NVIDIA MPS with its pinned memory limit). '
+        'Memory still grows as needed below it (`TF_FORCE_GPU_ALLOW_GROWTH`); '
+        '`tf.config.experimental.set_memory_growth` then fails in TensorFlow 2.9: drop that call. The '
+        "self-check reports it, and warns when it is above a GPU's memory. Unset: no budget."),
+        shown_default="none"),
     # The self-check owns its modes and reads SELF_CHECK itself (also when run by hand); the plan asks it.
     Setting("SELF_CHECK", "self_check", "warn", MODE, as_given, (
         '`warn`: report, never block; `strict`: exit 3 when a check fails or no GPU is visible (GPU hosts, '
@@ -297,6 +316,8 @@ class Settings:
     notebook_args: Tuple[str, ...]
     unset_names: Tuple[str, ...]
     gen_cert: bool
+    cert_file: str
+    key_file: str
     ssh_keys: str
     ssh_keys_file: str
     ssh_port: int
@@ -307,6 +328,7 @@ class Settings:
     login_host: str
     stop_grace: int
     kernel_idle: int
+    gpu_memory_limit: int  # MiB; 0: no budget
     self_check: str
     tensorboard_proxy_url: str
     run_dir: str

@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import List, Optional, Tuple  # python 3.8: no list[...]
 
-from tf29image.startup import apptainer
+from tf29image.startup import apptainer, tls
 from tf29image.startup.userstate import MOUNTINFO, read_mounts
 
 SELFCHECK = "/opt/tf29-env/bin/selfcheck"
@@ -133,6 +133,10 @@ class System:
 
     def host_name(self) -> str:
         return socket.gethostname()
+
+    def certificate_problem(self, cert: str, key: str) -> str:
+        """Why the key is not the certificate's, or the certificate has expired (tls.py); "" when neither."""
+        return tls.problem(cert, key)
 
     def owner_and_mode(self, path: str) -> str:
         """As `stat -c 'owner %u:%g, mode %a'` says it, or "missing"."""

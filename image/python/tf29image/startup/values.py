@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, List, Optional, Tuple  # python 3.8: no list[...]
 
+from tf29image import gpubudget
 from tf29image.dockerstacks import notebook_args
 from tf29image.jobs.store import STOP_GRACE_MAX
 from tf29image.startup import environ, users
@@ -41,16 +42,17 @@ class Kind:
 
 
 ID, SWITCH, MODE = Kind(10, "ids"), Kind(16, "switches"), Kind(16, "modes")
-PORT, SECONDS = Kind(16, "ports"), Kind(16, "numbers of seconds")
+PORT, SECONDS, MIB = Kind(16, "ports"), Kind(16, "numbers of seconds"), Kind(16, "numbers of MiB")
 NAME = Kind(32, "`NB_USER` and `NB_GROUP`")
 PATH, URL_PATH, OPTIONS = Kind(1024, "paths"), Kind(1024, "URL paths"), Kind(1024, "chown's options")
 SECRET = Kind(1024, "secrets (tokens, password hashes)")
 URL, LIST, KEYS = Kind(2048, "the hub's URL"), Kind(4096, "lists"), Kind(65536, "SSH keys")
-KINDS = (ID, SWITCH, MODE, PORT, SECONDS, NAME, PATH, URL_PATH, OPTIONS, SECRET, URL, LIST, KEYS)
+KINDS = (ID, SWITCH, MODE, PORT, SECONDS, MIB, NAME, PATH, URL_PATH, OPTIONS, SECRET, URL, LIST, KEYS)
 # The largest file each *_FILE variable may name, in bytes, checked before it is read: a wrong file (a
 # log, an archive) is refused instead of read into memory and the environment. 2 MiB of keys is a large
 # team's file (10,000 ed25519 keys are about 1 MB).
-FILE_LIMITS = {"JUPYTER_TOKEN_FILE": 4096, "SSH_AUTHORIZED_KEYS_FILE": 2097152}
+FILE_LIMITS = {"JUPYTER_TOKEN_FILE": 4096, "SSH_AUTHORIZED_KEYS_FILE": 2097152, "JUPYTER_CERT_FILE": 1048576,
+               "JUPYTER_KEY_FILE": 1048576}
 
 # Where a setting applies; elsewhere it is not checked and keeps its default.
 ALWAYS, STANDALONE, HUB_ONLY = "always", "not in the hub mode", "in the hub mode"
@@ -237,6 +239,14 @@ def kernel_idle(name: str, value: str, context: Context) -> int:
     if not re.fullmatch("[0-9]{1,7}", value) or int(value) > KERNEL_IDLE_MAX:
         raise Refused(f"KERNEL_IDLE_TIMEOUT='{value}' must be a number of seconds from 0 (never) to {KERNEL_IDLE_MAX}")
     return int(value)
+
+
+def gpu_memory_limit(name: str, value: str, context: Context) -> int:
+    """A budget TensorFlow keeps on each GPU (0: none), checked as the import hook checks it."""
+    try:
+        return gpubudget.parse_limit(value)
+    except ValueError as error:
+        raise Refused(str(error)) from None
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,9 @@ class FakeSystem(plan.System):
                  self_check: tuple[int, str] = (0, "warn"), commands: tuple[str, ...] = (),
                  read_only: tuple[str, ...] = (), capabilities: int = (1 << 41) - 1,
                  missing: tuple[str, ...] = (), taken: tuple[int, ...] = (), files_not_folders: tuple[str, ...] = (),
-                 folders: Mapping[str, list[str]] | None = None) -> None:
+                 folders: Mapping[str, list[str]] | None = None, certificate: str = "") -> None:
         self.files = dict(files or {})
+        self.certificate = certificate  # what certificate_problem says (tls.py's own tests use real files)
         self.folders = dict(folders or {})  # a folder's entries; every path in them exists
         self.taken = taken
         self.files_not_folders = files_not_folders
@@ -109,6 +110,9 @@ class FakeSystem(plan.System):
     def effective_capabilities(self) -> int:
         return self.capabilities
 
+    def certificate_problem(self, cert: str, key: str) -> str:
+        return self.certificate
+
 
 # /proc/self/mountinfo of `docker run --read-only -v /data:/home/jovyan/my\ work`: the root read-only.
 MOUNTINFO = """\
@@ -139,6 +143,12 @@ def refusal(env: Mapping[str, str], args: tuple[str, ...] = (), euid: int = 0,
     return str(refused.value)
 
 
+# JUPYTER_CERT_FILE and JUPYTER_KEY_FILE, as files the fake system holds (tls.py's tests check real pairs).
+TLS = {"JUPYTER_CERT_FILE": "/run/secrets/c", "JUPYTER_KEY_FILE": "/run/secrets/k"}
+TLS_FILES = {"/run/secrets/c": "-----BEGIN CERTIFICATE-----\nMII\n-----END CERTIFICATE-----\n",
+             "/run/secrets/k": "-----BEGIN PRIVATE KEY-----\nMIG\n-----END PRIVATE KEY-----\n"}
+
+
 # (environment, args, euid, system, the whole line after "tf29-env: ERROR: ")
 Row = tuple[dict[str, str], tuple[str, ...], int, FakeSystem | None, str]
 REFUSALS: dict[str, Row] = {
@@ -156,6 +166,51 @@ REFUSALS: dict[str, Row] = {
                                  "start.sh needs a command to run (start.sh CMD [ARGS]); without one, give no command "
                                  "at all"),
     "NB_UID": ({"NB_UID": "alice"}, (), 0, None, "NB_UID='alice' is not a numeric id (0-2147483647)"),
+    "GPU_MEMORY_LIMIT_MB word": ({"GPU_MEMORY_LIMIT_MB": "4G"}, (), 0, None,
+                                 "GPU_MEMORY_LIMIT_MB='4G' is not a number of MiB from 1 to 16777216 (e.g. 4096 for 4 "
+                                 "GiB); unset it for no budget"),
+    "GPU_MEMORY_LIMIT_MB zero": ({"GPU_MEMORY_LIMIT_MB": "0"}, (), 0, None,
+                                 "GPU_MEMORY_LIMIT_MB='0' is not a number of MiB from 1 to 16777216 (e.g. 4096 for 4 "
+                                 "GiB); unset it for no budget"),
+    "GPU_MEMORY_LIMIT_MB negative": ({"GPU_MEMORY_LIMIT_MB": "-512"}, (), 0, None,
+                                     "GPU_MEMORY_LIMIT_MB='-512' is not a number of MiB from 1 to 16777216 (e.g. 4096 "
+                                     "for 4 GiB); unset it for no budget"),
+    "GPU_MEMORY_LIMIT_MB in the hub mode too": ({**HUB, "GPU_MEMORY_LIMIT_MB": "4096.5"}, ("jupyterhub-singleuser",),
+                                                0, None, "GPU_MEMORY_LIMIT_MB='4096.5' is not a number of MiB from 1 "
+                                                "to 16777216 (e.g. 4096 for 4 GiB); unset it for no budget"),
+    "GPU_MEMORY_LIMIT_MB above 16 TiB": ({"GPU_MEMORY_LIMIT_MB": "16777217"}, (), 0, None,
+                                         "GPU_MEMORY_LIMIT_MB='16777217' is not a number of MiB from 1 to 16777216 "
+                                         "(e.g. 4096 for 4 GiB); unset it for no budget"),
+    "certificate without key": ({"JUPYTER_CERT_FILE": "/run/secrets/c"}, (), 0, None,
+                                "JUPYTER_CERT_FILE is set but JUPYTER_KEY_FILE is not: give both (the certificate and "
+                                "its private key, PEM) or neither"),
+    "key without certificate": ({"JUPYTER_KEY_FILE": "/run/secrets/k"}, (), 0, None,
+                                "JUPYTER_KEY_FILE is set but JUPYTER_CERT_FILE is not: give both (the certificate and "
+                                "its private key, PEM) or neither"),
+    "certificate and GEN_CERT": ({**TLS, "GEN_CERT": "yes"}, (), 0, FakeSystem(files=TLS_FILES),
+                                 "GEN_CERT=yes and JUPYTER_CERT_FILE are both set: GEN_CERT makes a self-signed "
+                                 "certificate, JUPYTER_CERT_FILE gives one; drop one of them"),
+    "certificate in the hub mode": ({**HUB, **TLS}, ("jupyterhub-singleuser",), 0, FakeSystem(files=TLS_FILES),
+                                    "JUPYTER_CERT_FILE is set, but in the hub mode the hub decides whether its servers "
+                                    "speak HTTPS (JupyterHub's internal_ssl); unset JUPYTER_CERT_FILE and "
+                                    "JUPYTER_KEY_FILE"),
+    "certificate without jupyter": ({**TLS, "ENABLE_JUPYTER": "0", "SSH_AUTHORIZED_KEYS": KEY}, (), 0,
+                                    FakeSystem(files=TLS_FILES), "JUPYTER_CERT_FILE with ENABLE_JUPYTER=0: there is no "
+                                    "Jupyter server to give a certificate; drop one of them"),
+    "certificate relative": ({"JUPYTER_CERT_FILE": "c.pem", "JUPYTER_KEY_FILE": "/run/secrets/k"}, (), 0, None,
+                             "JUPYTER_CERT_FILE='c.pem' must be an absolute path in the container"),
+    "certificate missing": (TLS, (), 0, FakeSystem(files={"/run/secrets/k": TLS_FILES["/run/secrets/k"]}),
+                            "JUPYTER_CERT_FILE=/run/secrets/c: no such readable file (mount it, e.g. as a secret)"),
+    "certificate too big": (TLS, (), 0, FakeSystem(files={**TLS_FILES, "/run/secrets/c": "x" * 1048577}),
+                            "JUPYTER_CERT_FILE=/run/secrets/c: the file is 1048577 bytes; at most 1048576"),
+    "certificate not PEM": (TLS, (), 0, FakeSystem(files={**TLS_FILES, "/run/secrets/c": "0\x82\x01"}),
+                            "JUPYTER_CERT_FILE=/run/secrets/c: not a PEM certificate (no '-----BEGIN CERTIFICATE-----' "
+                            "line; convert DER with: openssl x509 -in CERT.der -inform der -out CERT.pem)"),
+    "key not PEM": (TLS, (), 0, FakeSystem(files={**TLS_FILES, "/run/secrets/k": "ssh-ed25519 AAAA"}),
+                    "JUPYTER_KEY_FILE=/run/secrets/k: not a PEM private key (no '-----BEGIN ... PRIVATE KEY-----' "
+                    "line)"),
+    "certificate the key does not match": (TLS, (), 0, FakeSystem(files=TLS_FILES, certificate="the pair's problem"),
+                                           "the pair's problem"),
     "STOP_GRACE_SECONDS word": ({"STOP_GRACE_SECONDS": "ten"}, (), 0, None,
                                 "STOP_GRACE_SECONDS='ten' must be a number of seconds from 1 to 3600"),
     "STOP_GRACE_SECONDS zero": ({"STOP_GRACE_SECONDS": "0"}, (), 0, None,
@@ -522,7 +577,7 @@ def test_the_default_plan() -> None:
         "cfg_host_keys": ["/etc/ssh/host-keys/ssh_host_ed25519_key", "/etc/ssh/host-keys/ssh_host_rsa_key"],
         "cfg_sshd_dir": "/run/tf29-env-sshd", "cfg_sshd_keys_file": "/run/tf29-env-sshd/authorized_keys",
         "cfg_sshd_env_file": "/run/tf29-env-sshd/environment.conf", "cfg_unset_names": [],
-        "cfg_gen_cert": "0",
+        "cfg_gen_cert": "0", "cfg_cert_source": "", "cfg_key_source": "",
         "cfg_jupyter_port": "8888", "cfg_token": "f" * 48, "cfg_ssh_keys": "", "ssh_starts": "0",
         "cfg_triplet": "0", "cfg_user": "jovyan", "cfg_group": "", "cfg_umask": "", "cfg_grant_sudo": "0",
         "cfg_chown_home": "0",
@@ -967,6 +1022,25 @@ def test_the_server_command(case: str) -> None:
     env, args, command, folder = SERVERS[case]
     variables = planned(env, args)[0]
     assert (variables["cfg_server_command"], variables["cfg_server_folder"]) == (command, folder)
+
+
+def test_the_teams_certificate_is_copied_for_jupyter_which_speaks_https() -> None:
+    variables = planned(TLS, system=FakeSystem(files=TLS_FILES))[0]
+    assert (variables["cfg_cert_source"], variables["cfg_key_source"]) == ("/run/secrets/c", "/run/secrets/k")
+    assert variables["cfg_server_command"] == [
+        *LAB, "--ServerApp.certfile=/run/tf29-env/jupyter/tf29-env-cert.pem",
+        "--ServerApp.keyfile=/run/tf29-env/jupyter/tf29-env-key.pem", *NO_NEWS]
+    assert variables["cfg_server_notes"] == [TOKEN_LINE + "https://127.0.0.1:8888/lab?token=" + "f" * 48]
+
+
+@pytest.mark.parametrize(("env", "args", "exported"), [
+    ({}, (), None), ({"GPU_MEMORY_LIMIT_MB": ""}, (), None), ({"GPU_MEMORY_LIMIT_MB": "04096"}, (), "4096"),
+    ({"GPU_MEMORY_LIMIT_MB": "512"}, ("job", "run", "x.py"), "512"),
+    ({**HUB, "GPU_MEMORY_LIMIT_MB": "8192"}, ("jupyterhub-singleuser",), "8192")])
+def test_the_gpu_budget_is_exported_as_checked(env: dict[str, str], args: tuple[str, ...],
+                                               exported: str | None) -> None:
+    """The import hook (tf29image/gpubudget.py) reads it in every process the start leads to, SSH's too."""
+    assert planned(env, args)[1].get("GPU_MEMORY_LIMIT_MB") == exported
 
 
 def test_no_server_is_planned_for_a_command_or_without_jupyter() -> None:

@@ -1,14 +1,17 @@
 """Layer 6, the container environment: was the NVIDIA runtime applied, /dev/shm size, the
-memlock and stack ulimits, TF_FORCE_GPU_ALLOW_GROWTH, the CUDA JIT cache, idle kernels' shutdown, and the user's own
-packages against the image's pins. Standard library only (the last imports the venv's
-`packaging`, through startup/userstate.py, only when there are user packages)."""
+memlock and stack ulimits, TF_FORCE_GPU_ALLOW_GROWTH, GPU_MEMORY_LIMIT_MB, the CUDA JIT cache, idle
+kernels' shutdown, and the user's own packages against the image's pins. Standard library only (the
+last imports the venv's `packaging`, through startup/userstate.py, only when there are user packages)."""
 
 from __future__ import annotations
 
 import os
 import resource
+import shutil
+import subprocess
 import sys
 
+from tf29image import gpubudget
 from tf29image.common import IMAGE_DIR
 from tf29image.selfcheck import decide
 from tf29image.selfcheck.checks.common import (
@@ -26,7 +29,9 @@ def run() -> list[Check]:
     gpu = bool(device_nodes())
     return [runtime_applied(), shm(), decide.memlock_verdict(resource.getrlimit(resource.RLIMIT_MEMLOCK)[0], gpu),
             decide.stack_verdict(resource.getrlimit(resource.RLIMIT_STACK)[0]),
-            decide.allow_growth_verdict(os.environ.get("TF_FORCE_GPU_ALLOW_GROWTH")), cuda_cache(), kernel_idle(),
+            decide.allow_growth_verdict(os.environ.get("TF_FORCE_GPU_ALLOW_GROWTH")),
+            gpu_memory_limit_verdict(os.environ.get(gpubudget.ENV), gpu_totals() if gpu else None), cuda_cache(),
+            kernel_idle(),
             user_packages()]
 
 
@@ -91,6 +96,41 @@ def kernel_idle() -> Check:
                      "each keeps its GPU memory while it lives", None, data)
     return Check("env.kernel_idle", PASS, f"kernels idle for {value} s are shut down (KERNEL_IDLE_TIMEOUT), "
                  "busy ones never: their GPU memory goes back", None, data)
+
+
+def gpu_totals() -> list[int] | None:
+    """Each GPU's memory in MiB, as nvidia-smi says (None: no nvidia-smi, or it failed)."""
+    path = shutil.which("nvidia-smi")
+    if not path:
+        return None
+    try:
+        done = subprocess.run([path, "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+                              capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    words = done.stdout.split()
+    return [int(word) for word in words] if done.returncode == 0 and all(w.isdigit() for w in words) else None
+
+
+def gpu_memory_limit_verdict(value: str | None, totals: list[int] | None) -> Check:
+    """GPU_MEMORY_LIMIT_MB as the import hook will apply it (tf29image/gpubudget.py), against each GPU's memory
+    (TOTALS in MiB, None where unknown): a budget above a GPU's memory limits nothing there."""
+    data = {"GPU_MEMORY_LIMIT_MB": value, "gpu_memory_mib": totals}
+    try:
+        limit = gpubudget.parse_limit(value)
+    except ValueError as error:
+        return Check("env.gpu_memory_limit", WARN, f"{error}: TensorFlow gets no budget",
+                     "set GPU_MEMORY_LIMIT_MB to a number of MiB, or unset it", data)
+    if not limit:
+        return Check("env.gpu_memory_limit", PASS, "no budget (GPU_MEMORY_LIMIT_MB is unset): TensorFlow may take "
+                     "all of each GPU's memory", None, data)
+    said = (f"GPU_MEMORY_LIMIT_MB={limit}: TensorFlow keeps each GPU's use under {limit} MiB (a cap TensorFlow "
+            "keeps, not a hardware limit)")
+    above = [f"GPU {index} has {total} MiB" for index, total in enumerate(totals or []) if limit > total]
+    if above:
+        return Check("env.gpu_memory_limit", WARN, f"{said}; above what a GPU has ({', '.join(above)}): no budget "
+                     "there", f"set GPU_MEMORY_LIMIT_MB to at most {min(totals or [limit])}", data)
+    return Check("env.gpu_memory_limit", PASS, said, None, data)
 
 
 # Where the image's own package is (the image's tf29-env.pth puts it on sys.path): never a shadow of a pin.
