@@ -33,7 +33,7 @@ BACKUP_KEEP ?= 3
 UPGRADE_TIMEOUT ?= 300
 UPGRADE = $(PY) -m compose.upgrade --container '$(CONTAINER)' --backup-dir '$(BACKUP_DIR)' --timeout '$(UPGRADE_TIMEOUT)'
 
-.PHONY: help venv base build run stop upgrade rollback test lint bench clean screenshots
+.PHONY: help venv base build run stop upgrade rollback gpus test lint bench clean screenshots
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -78,6 +78,9 @@ upgrade: $(VENV)/.done $(if $(filter command line,$(origin IMAGE)),,build) ## mo
 
 rollback: $(VENV)/.done ## back to the image and volumes of the last upgrade's snapshot (what runs now is snapshotted first)
 	$(UPGRADE) rollback
+
+gpus: $(VENV)/.done ## who holds each GPU: memory in use, and per process the member or hub user and its container (docs/team.md)
+	@$(PY) -m compose.holders
 
 test: $(VENV)/.done ## run the whole test suite (builds the image on the stand-in base first)
 	$(PY) build.py test

@@ -20,12 +20,14 @@ TEAM_PY = $(or $(wildcard $(abspath $(TEAM_DIR))/.venv/bin/python),python3)
 ROLLOUT_ARGS = $(if $(BACKUP_DIR), --backup-dir '$(abspath $(BACKUP_DIR))')$(if $(BACKUP_KEEP), --keep '$(BACKUP_KEEP)')$\
   $(if $(UPGRADE_TIMEOUT), --timeout '$(UPGRADE_TIMEOUT)')
 
-# compose/memlock.py first: the locked-memory limit this engine can grant (or one line and a stop).
+# First compose/teamenv.py: team data and HTTPS (.env) checked, and the variables compose reads for them;
+# compose/memlock.py: the locked-memory limit this engine can grant (each: or one line and a stop).
 # Members without secrets (the shipped examples) are not started: access.py says so, one line each. New
 # members and those on the image already start at once, as ever; the others move one at a time (rollout.py).
 # Once the started ones are healthy, their URLs and SSH lines.
 up: ## start every team member's environment, or update it after a change (compose/member.py, .env, image: member by member)
-	cd $(TEAM_DIR) && memlock=$$(python3 compose/memlock.py) && members=$$(python3 compose/access.py ready) && \
+	cd $(TEAM_DIR) && derived=$$(python3 compose/teamenv.py) && eval "$$derived" && \
+	memlock=$$(python3 compose/memlock.py) && members=$$(python3 compose/access.py ready) && \
 	TF29ENV_MEMLOCK=$$memlock $(TEAM_PY) -m compose.rollout --compose '$(COMPOSE)'$(ROLLOUT_ARGS) $$members && \
 	python3 compose/access.py team --compose '$(COMPOSE)' $$members
 
@@ -44,7 +46,7 @@ config: ## check the compose files that COMPOSE_FILE names (docker-compose.yml, 
 restart: ## restart the team's containers (MEMBER=alice for one), e.g. after rotating a key
 	$(TEAM_COMPOSE) restart$(if $(STOP_TIMEOUT), -t $(STOP_TIMEOUT)) $(MEMBER)
 
-member: ## add a member: make member NAME=dana KEY=dana.pub [ARGS='--gpu-ids 2 --uid 1005']
+member: ## add a member: make member NAME=dana KEY=dana.pub [ARGS='--gpu-ids 2 --uid 1005 --gpu-memory 8192']
 	python3 $(TEAM_DIR)/compose/member.py add $(NAME) --ssh-key $(KEY) $(ARGS)
 
 member-secrets: ## (re)write a member's token and keys: make member-secrets NAME=alice KEY=alice.pub [ARGS=--new-token]

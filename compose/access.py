@@ -69,9 +69,12 @@ def run_lines(logs: str, bind_address: str, jupyter_port: int, ssh_port: int, ke
     return lines
 
 
-def member_lines(name: str, bind_address: str, jupyter_port: int, ssh_port: int, token: str) -> list[str]:
-    host = reach_host(bind_address)
-    return [f"{name}: JupyterLab http://{host}:{jupyter_port}/lab?token={token}{elsewhere(bind_address)}",
+def member_lines(name: str, bind_address: str, jupyter_port: int, ssh_port: int, token: str,
+                 jupyter_address: str | None = None, scheme: str = "http") -> list[str]:
+    """A member's URL and SSH line; JUPYTER_ADDRESS: where Jupyter's port is published, if not BIND_ADDRESS."""
+    jupyter_address = bind_address if jupyter_address is None else jupyter_address
+    web, host = reach_host(jupyter_address), reach_host(bind_address)
+    return [f"{name}: JupyterLab {scheme}://{web}:{jupyter_port}/lab?token={token}{elsewhere(jupyter_address)}",
             f"{name}: SSH ssh -p {ssh_port} jovyan@{host} (the keys in compose/secrets/{name}/authorized_keys)"]
 
 
@@ -158,6 +161,9 @@ def cmd_team(args: argparse.Namespace, project: member.Project) -> list[str]:
     # As compose reads it: the environment first, then .env, then docker-compose.yml's default.
     setting = "TF29ENV_BIND_ADDRESS"
     bind = os.environ.get(setting) or env_file_value(project.compose_file.parent, setting) or "0.0.0.0"  # noqa: S104
+    # What compose/teamenv.py derived for compose (make up exports it); docker-compose.yml's defaults without.
+    jupyter_address = os.environ.get("TF29ENV_JUPYTER_ADDRESS") or "127.0.0.1"
+    https = os.environ.get("TF29ENV_GEN_CERT") == "yes" or bool(os.environ.get("TF29ENV_JUPYTER_CERT_FILE"))
     lines = []
     for name in args.names:
         container = subprocess.run([*shlex.split(args.compose), "ps", "-q", name], capture_output=True, text=True,
@@ -167,7 +173,7 @@ def cmd_team(args: argparse.Namespace, project: member.Project) -> list[str]:
         wait_healthy(container, name)
         jupyter_port, ssh_port = member_ports(compose, name)
         token = (project.secrets_dir / name / "jupyter_token").read_text().strip()
-        lines += member_lines(name, bind, jupyter_port, ssh_port, token)
+        lines += member_lines(name, bind, jupyter_port, ssh_port, token, jupyter_address, "https" if https else "http")
     return lines
 
 

@@ -2,14 +2,16 @@
 """Team members of docker-compose.yml: add one, remove one, or (re)write one's secrets.
 
   python3 compose/member.py add NAME --ssh-key FILE [--uid N --gid N] [--jupyter-port P]
-                                     [--ssh-port P] [--gpus N|all | --gpu-ids 0,1]
+                                     [--ssh-port P] [--gpus N|all | --gpu-ids 0,1] [--gpu-memory MB]
+  python3 compose/member.py set NAME --gpu-memory MB|off
   python3 compose/member.py secrets NAME [--ssh-key FILE] [--new-token]
   python3 compose/member.py remove NAME
 
 `add` writes the member's service (from the shared template), four volumes and two secrets into
 docker-compose.yml, the GPU reservation into compose/gpu.yml (by default the next free GPU:
 compose/gpus.py), and the secret files into
-compose/secrets/NAME/ (mode 600): a fresh Jupyter token and the given public keys. The files are
+compose/secrets/NAME/ (mode 600): a fresh Jupyter token and the given public keys. `set` changes a
+member's GPU memory budget (GPU_MEMORY_LIMIT_MB: the MiB TensorFlow may take of each of its GPUs). The files are
 edited as text, section by section, so that their comments stay; nothing is written unless every
 check passed. Standard library only: it runs on the host's python3 (3.8 or newer).
 """
@@ -21,6 +23,8 @@ import os
 import pwd
 import re
 import secrets
+import shutil
+import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,6 +43,10 @@ KEY_TYPES = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-", "sk-ssh-ed25519@openssh.co
 FIRST_JUPYTER_PORT = 8801
 FIRST_SSH_PORT = 2201
 VOLUMES = ("work", "cuda-cache", "ssh-host-keys", "local")
+# The image's setting that caps what TensorFlow takes of each visible GPU, in MiB.
+BUDGET = "GPU_MEMORY_LIMIT_MB"
+# Each GPU's total memory in MiB, by index and UUID (a member's device_ids name either).
+MEMORY_QUERY = ("--query-gpu=index,uuid,memory.total", "--format=csv,noheader,nounits")
 
 
 class MemberError(Exception):
@@ -53,6 +61,12 @@ class Member:
     jupyter_port: int
     ssh_port: int
     gpus: str  # the devices entry's selector, e.g. 'count: 1' or 'device_ids: ["0", "1"]'
+    gpu_memory: int | None = None  # GPU_MEMORY_LIMIT_MB, or None for no budget
+
+
+def environment_line(m: Member) -> str:
+    budget = f', {BUDGET}: "{m.gpu_memory}"' if m.gpu_memory is not None else ""
+    return f'    environment: {{<<: *member-env, NB_UID: "{m.uid}", NB_GID: "{m.gid}"{budget}}}'
 
 
 def service_block(m: Member) -> list[str]:
@@ -60,9 +74,9 @@ def service_block(m: Member) -> list[str]:
         f"  {m.name}:",
         "    <<: *member",
         f"    hostname: {m.name}",
-        f'    environment: {{<<: *member-env, NB_UID: "{m.uid}", NB_GID: "{m.gid}"}}',
+        environment_line(m),
         "    ports:",
-        f'      - "${{TF29ENV_BIND_ADDRESS:-0.0.0.0}}:{m.jupyter_port}:8888"',
+        f'      - "${{TF29ENV_JUPYTER_ADDRESS:-127.0.0.1}}:{m.jupyter_port}:8888"',
         f'      - "${{TF29ENV_BIND_ADDRESS:-0.0.0.0}}:{m.ssh_port}:22"',
         "    volumes:",
         f"      - {m.name}-work:/home/jovyan/work",
@@ -70,6 +84,9 @@ def service_block(m: Member) -> list[str]:
         f"      - {m.name}-ssh-host-keys:/etc/ssh/host-keys",
         f"      - {m.name}-local:/home/jovyan/.local",
         "      - *start-hooks",
+        "      - *team-data",
+        "      - *tls-cert",
+        "      - *tls-key",
         "    secrets:",
         f"      - {{source: {m.name}-jupyter-token, target: jupyter_token}}",
         f"      - {{source: {m.name}-ssh-keys, target: authorized_keys}}",
@@ -188,14 +205,8 @@ def held_gpus(gpu_lines: list[str]) -> list[tuple[str, ...]]:
     held = []
     span = section_span(gpu_lines, "services") or range(0)
     for i in span:
-        line = gpu_lines[i]
-        ids = re.search(r"device_ids:\s*\[([^]]*)\]", line)
-        count = re.search(r"count:\s*([0-9]+|all)\b", line)
-        if ids:
-            held.append(tuple(part.strip().strip("'\"") for part in ids.group(1).split(",") if part.strip()))
-        elif count:
-            n = count.group(1)
-            held.append(gpus.request_ids({"Driver": "nvidia", "Count": -1 if n == "all" else int(n)}))
+        if re.search(r"device_ids:|count:", gpu_lines[i]):
+            held.append(selector_ids(gpu_lines[i]))
     return held
 
 
@@ -236,6 +247,57 @@ def gpu_selector(gpus_option: str | None, gpu_ids: str | None, held: list[tuple[
     if gpus_option != "all" and not re.match(r"^[1-9][0-9]{0,2}$", gpus_option):
         raise MemberError(f"--gpus '{gpus_option}' is not a number of GPUs or 'all'")
     return f"count: {gpus_option}", None
+
+
+def parse_budget(value: str) -> int | None:
+    """--gpu-memory: a whole number of MiB above 0, or `off` (None: no budget)."""
+    if value == "off":
+        return None
+    if not re.fullmatch(r"[0-9]{1,9}", value) or int(value) == 0:
+        raise MemberError(f"--gpu-memory {value!r} is not a positive whole number of MiB (or off)")
+    return int(value)
+
+
+def parse_memory(csv: str) -> dict[str, int]:
+    """Total MiB of each GPU from `nvidia-smi` with MEMORY_QUERY, keyed by its index and its UUID."""
+    totals: dict[str, int] = {}
+    for line in csv.splitlines():
+        fields = [field.strip() for field in line.split(",")]
+        if len(fields) == 3 and fields[2].isdigit():
+            totals[fields[0]] = totals[fields[1]] = int(fields[2])
+    return totals
+
+
+def selector_ids(selector: str) -> tuple[str, ...]:
+    """The GPUs a devices selector ('count: 1', 'device_ids: ["0"]') holds, as compose/gpus.py counts them."""
+    ids = re.search(r"device_ids:\s*\[([^]]*)\]", selector)
+    if ids:
+        return tuple(part.strip().strip("'\"") for part in ids.group(1).split(",") if part.strip())
+    count = re.search(r"count:\s*([0-9]+|all)\b", selector)
+    if count:
+        n = count.group(1)
+        return gpus.request_ids({"Driver": "nvidia", "Count": -1 if n == "all" else int(n)})
+    return ()
+
+
+def check_budget(budget: int, held: Sequence[str], totals: dict[str, int]) -> None:
+    """Refuse a budget above the memory of one of the member's GPUs; GPUs not in TOTALS are not checked."""
+    known = list(totals) if gpus.ALL in held else [item for item in held if item in totals]
+    for item in known:
+        if budget > totals[item]:
+            raise MemberError(f"--gpu-memory {budget}: more than GPU {item} has ({totals[item]} MiB)")
+
+
+def host_memory() -> dict[str, int]:
+    """The host's GPUs' total memory (parse_memory); empty where nvidia-smi is missing or says nothing."""
+    path = shutil.which("nvidia-smi")
+    if path is None:
+        return {}
+    try:
+        done = subprocess.run([path, *MEMORY_QUERY], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    return parse_memory(done.stdout) if done.returncode == 0 else {}
 
 
 def host_account(name: str) -> bool:
@@ -361,7 +423,10 @@ def add(project: Project, args: argparse.Namespace) -> list[str]:
         raise MemberError(str(exc)) from None
     selector, gpu_note = gpu_selector(args.gpus, args.gpu_ids, held_gpus(remove_entries(gpu, "services", [name])),
                                        listing)
-    member = Member(name, uid, gid, jupyter_port, ssh_port, selector)
+    budget = parse_budget(args.gpu_memory) if args.gpu_memory is not None else None
+    if budget is not None:
+        check_budget(budget, selector_ids(selector), host_memory())
+    member = Member(name, uid, gid, jupyter_port, ssh_port, selector, budget)
     done = write_secrets(project, name, args.ssh_key, new_token=False)
     compose = insert_entry(compose, "services", service_block(member), blank_before=True)
     compose = insert_entry(compose, "volumes", volume_lines(name), blank_before=False)
@@ -371,7 +436,40 @@ def add(project: Project, args: argparse.Namespace) -> list[str]:
     write_lines(project.gpu_file, gpu)
     return [*taken_over, *done, *([gpu_note] if gpu_note else []),
             f"added {name} (uid {uid}, gid {gid}): Jupyter on host port {jupyter_port}, "
-            f"SSH on {ssh_port}, GPUs {member.gpus}; start it with: make up"]
+            f"SSH on {ssh_port}, GPUs {member.gpus}{budget_words(budget)}; start it with: make up"]
+
+
+def budget_words(budget: int | None) -> str:
+    return f", {budget} MiB of each GPU for TensorFlow" if budget is not None else ""
+
+
+def with_budget(line: str, budget: int | None) -> str:
+    """A service's `environment: {...}` line (as service_block writes it) with BUDGET set to BUDGET, or without it."""
+    stripped = re.sub(rf',\s*{BUDGET}:\s*"?[^,}}"]*"?', "", line)
+    if budget is None:
+        return stripped
+    return re.sub(r"\}\s*$", f', {BUDGET}: "{budget}"}}', stripped)
+
+
+def set_budget(project: Project, name: str, value: str) -> list[str]:
+    compose, gpu = project.read(project.compose_file), project.read(project.gpu_file)
+    if name not in entry_names(compose, "services"):
+        raise MemberError(f"'{name}' is not a member in {project.compose_file}")
+    budget = parse_budget(value)
+    if budget is not None:
+        held = [item for line in entry_lines(gpu, "services", name) for item in selector_ids(line)]
+        check_budget(budget, held, host_memory())
+    span = section_span(compose, "services") or range(0)
+    service = entry_lines(compose, "services", name)
+    start = next(i for i in span if compose[i] == service[0])
+    places = [i for i in range(start, start + len(service)) if re.match(r"^    environment: \{.*\}\s*$", compose[i])]
+    if len(places) != 1:
+        raise MemberError(f"{name}: its service has no one-line `environment: {{...}}` (as member.py writes it): "
+                          f"set {BUDGET} there by hand")
+    compose[places[0]] = with_budget(compose[places[0]], budget)
+    write_lines(project.compose_file, compose)
+    now = f"{budget} MiB of each of its GPUs for TensorFlow" if budget is not None else "no GPU memory budget"
+    return [f"{name}: {now}; `make up` recreates its container with it (running kernels stop)"]
 
 
 def without_member(compose: list[str], name: str) -> list[str]:
@@ -406,11 +504,15 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     adding.add_argument("--gpus", help="how many GPUs: the first N, or all (default: the next free GPU)")
     adding.add_argument("--gpu-ids", help="which GPUs, e.g. 0,1 or GPU/MIG UUIDs from nvidia-smi -L "
                                           "(default: the next free GPU)")
+    adding.add_argument("--gpu-memory", metavar="MB",
+                        help=f"{BUDGET}: the MiB TensorFlow may take of each of its GPUs (default: no budget)")
+    setting = commands.add_parser("set", help="change a member's GPU memory budget")
+    setting.add_argument("--gpu-memory", metavar="MB", required=True, help=f"{BUDGET} in MiB, or off")
     rotating = commands.add_parser("secrets", help="write a member's token (if missing) and keys")
     rotating.add_argument("--ssh-key", type=Path, help="the member's public key file (.pub)")
     rotating.add_argument("--new-token", action="store_true", help="replace the Jupyter token")
     removing = commands.add_parser("remove", help="remove a member (their volumes stay on the engine)")
-    for command in (adding, rotating, removing):
+    for command in (adding, setting, rotating, removing):
         command.add_argument("name", help="the member: a lowercase name, also their service's name")
     return parser.parse_args(argv)
 
@@ -425,6 +527,8 @@ def main(argv: Sequence[str]) -> int:
             done = add(project, args)
         elif args.command == "remove":
             done = remove(project, args.name)
+        elif args.command == "set":
+            done = set_budget(project, args.name, args.gpu_memory)
         else:
             if args.name not in entry_names(project.read(project.compose_file), "services"):
                 raise MemberError(f"'{args.name}' is not a member in {project.compose_file}: add them first")

@@ -1,6 +1,7 @@
-"""Start, stop and inspect the team hub: `python -m hub.ctl up|down|status` (hub.mk runs it in
-hub/.venv). `up` checks everything that can be checked before anything starts (settings, the
-Docker engine, the image, free ports, the locked-memory limit), snapshots the users' volumes and
+"""Start, stop and inspect the team hub: `python -m hub.ctl up|down|status|gpus` (hub.mk runs it in
+hub/.venv); `gpus` says who holds each GPU of the host (compose/holders.py), the hub's users by
+name. `up` checks everything that can be checked before anything starts (settings, the Docker
+engine, the image, free ports, the locked-memory limit), snapshots the users' volumes and
 the state folder when the image differs from the one served last (hub/upgradesnap.py), upgrades
 the hub's database when its schema is older than the installed JupyterHub's (hub/dbupgrade.py),
 then starts the proxy and the hub in the background (logs and pid files in the state folder) and
@@ -17,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -24,10 +26,10 @@ import docker
 import docker.errors
 import requests
 
-from compose import gpus, memlock
+from compose import gpus, holders, memlock
 from hub import REPO, dbupgrade, gpuplan, upgradesnap
 from hub import settings as hub_settings
-from hub.settings import EXIT_CONFIG, HUB_DIR, HUB_LABEL, HubConfigError, Settings
+from hub.settings import EXIT_CONFIG, HUB_DIR, HUB_LABEL, PROFILE_LABEL, HubConfigError, Settings
 from hub.sshaccess import port_free
 
 EXIT_ENGINE = 3  # no Docker engine answers
@@ -172,8 +174,9 @@ def wait_ready(team: Settings, processes: Mapping[str, subprocess.Popen[bytes]])
             if process.poll() is not None:
                 log = hub_settings.logs_dir(team.state_dir) / f"{name}.log"
                 raise StartError(f"the {name} exited at start: {last_error(log)} (log: {log})", EXIT_START)
-        with contextlib.suppress(requests.RequestException):
-            if requests.get(url, timeout=5).status_code == 200:
+        with contextlib.suppress(requests.RequestException), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the hub's certificate need not name loopback: only liveness here
+            if requests.get(url, timeout=5, verify=False).status_code == 200:  # noqa: S501
                 return
         time.sleep(0.5)
     log = hub_settings.logs_dir(team.state_dir) / "hub.log"
@@ -183,6 +186,7 @@ def wait_ready(team: Settings, processes: Mapping[str, subprocess.Popen[bytes]])
 
 def up(environ: Mapping[str, str]) -> int:
     team = hub_settings.load(environ)
+    hub_settings.check_host(team)
     state = team.state_dir
     if running_pid(state, "hub") and running_pid(state, "proxy"):
         print(f"tf29-hub: already running: {team.public_url}")
@@ -204,6 +208,8 @@ def up(environ: Mapping[str, str]) -> int:
     limit = decide_memlock(team)
     os.umask(0o077)
     ensure_state(state)
+    for line in hub_settings.prepare_tls(team):
+        print(f"tf29-hub: {line}")
     logs = hub_settings.logs_dir(state)
     image_id = str(client.images.get(team.image).id)
     # Before the database upgrade: the state's tar then holds the database as the last hub left it.
@@ -224,7 +230,8 @@ def up(environ: Mapping[str, str]) -> int:
         [str(PROXY_BIN), "--ip", team.address, "--port", str(team.port),
          "--api-ip", "127.0.0.1", "--api-port", str(team.proxy_api_port),
          "--default-target", f"http://{gateway}:{team.internal_port}",
-         "--error-target", f"http://{gateway}:{team.internal_port}/hub/error"],
+         "--error-target", f"http://{gateway}:{team.internal_port}/hub/error",
+         *team.proxy_tls_args],
         logs / "proxy.log", {**base_env, "CONFIGPROXY_AUTH_TOKEN": token}, state)
     pid_file(state, "proxy").write_text(f"{proxy.pid}\n")
     hub_env = {**base_env, "HUB_MEMLOCK": str(limit), "HUB_PROFILES": ",".join(profiles),
@@ -277,11 +284,29 @@ def status(environ: Mapping[str, str]) -> int:
     return 0 if all(pids.values()) else 1
 
 
+def hub_user(prefix: str) -> holders.Describer:
+    """The hub user a server's container belongs to: the spawner labels it with its profile and
+    names it PREFIX-USER (DockerSpawner's name template)."""
+
+    def describe(container: holders.ContainerInfo) -> str | None:
+        if PROFILE_LABEL not in container.labels or not container.name.startswith(f"{prefix}-"):
+            return None
+        return f"hub user {container.name.removeprefix(f'{prefix}-')}"
+
+    return describe
+
+
+def gpus_held(environ: Mapping[str, str]) -> int:
+    """Who holds each GPU: the hub's users, compose's members, other containers and host processes."""
+    team = hub_settings.load(environ)
+    return holders.main([], describers=(hub_user(team.name_prefix), holders.compose_member))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hub.ctl", description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=("up", "down", "status"))
+    parser.add_argument("command", choices=("up", "down", "status", "gpus"))
     args = parser.parse_args(argv)
-    actions = {"up": up, "down": down, "status": status}
+    actions = {"up": up, "down": down, "status": status, "gpus": gpus_held}
     try:
         return actions[args.command](os.environ)
     except HubConfigError as exc:

@@ -10,12 +10,14 @@ A server asking for n GPUs gets n specific ones, the least used first: whole GPU
 profiles, one slice of its MIG profile for mig-PROFILE. GPUs pinned to users (HUB_GPU_PINS) go to
 them only, and a pinned user gets GPUs from their pin only. With HUB_GPU_POLICY=exclusive (the
 default) a GPU serves one server at a time and a spawn with none free is refused in one line;
-with share, the least used are shared. Standard library only, like settings."""
+with share, the least used are shared. A GPU profile's memory budget (HUB_GPU_MEMORY_MB) becomes
+its servers' GPU_MEMORY_LIMIT_MB: TensorFlow in them takes at most that much of each GPU. Standard
+library only, like settings."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from compose import gpus
 from hub.settings import (
@@ -43,6 +45,7 @@ class Profile:
     label: str  # what the spawn form says
     count: int = 0  # devices given: 0 for the CPU profile
     mig: str = ""  # the MIG profile of the slices given; "" for whole GPUs
+    memory_mb: int = 0  # what TensorFlow may take of each of its GPUs (GPU_MEMORY_LIMIT_MB); 0: no cap
 
 
 @dataclass(frozen=True)
@@ -153,4 +156,6 @@ def make_plan(team: Settings, capable: bool, listing: str | None) -> Plan:
                          f"{whole} whole GPU(s)")
         else:
             offered.append(Profile(name, *PROFILES[name]))
-    return Plan(tuple(offered) or (Profile("cpu", *PROFILES["cpu"]),), devices, pins, share, tuple(notes))
+    budgeted = tuple(replace(profile, memory_mb=team.gpu_memory_mb(profile.name)) if profile.count else profile
+                     for profile in offered)
+    return Plan(budgeted or (Profile("cpu", *PROFILES["cpu"]),), devices, pins, share, tuple(notes))

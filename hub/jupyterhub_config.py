@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import docker
+import docker.errors
 import nativeauthenticator
 
 from hub import gpuplan
@@ -24,8 +25,14 @@ c = get_config()  # type: ignore[name-defined]  # noqa: F821 - traitlets' config
 # --- where the hub listens. Users reach the proxy (started by ctl, which the hub leaves running
 # across its own restarts); the hub's own API listens on the Docker network's gateway, the host's
 # address on that network, so that the single-user containers reach it and nothing else is exposed.
-network = docker.from_env().networks.get(team.network)
+engine = docker.from_env()
+network = engine.networks.get(team.network)
 gateway = network.attrs["IPAM"]["Config"][0]["Gateway"]
+# Before bind_url, whose scheme JupyterHub fits to whether ssl_cert is set. ctl has made or checked
+# the pair and serves it from the proxy (started by ctl, hence should_start = False below).
+if team.tls_files:
+    c.JupyterHub.ssl_cert, c.JupyterHub.ssl_key = map(str, team.tls_files)
+    print(f"tf29-hub: {hub_settings.fingerprint_line(team.tls_files[0])}", flush=True)
 c.JupyterHub.bind_url = team.public_url
 c.JupyterHub.hub_bind_url = f"http://{gateway}:{team.internal_port}"
 c.JupyterHub.hub_connect_url = f"http://{gateway}:{team.internal_port}"
@@ -56,6 +63,14 @@ c.Authenticator.allow_all = True
 c.Authenticator.admin_users = set(team.admin_users)
 
 # --- the users' servers: containers of the project's image on the hub's network
+for variable, volume in (("HUB_TEAM_DATA", team.team_data), ("HUB_TEAM_SHARED", team.team_shared)):
+    if volume and "/" not in volume:
+        try:
+            engine.volumes.get(volume)
+        except docker.errors.NotFound:
+            # Docker would make an empty one at the first spawn: every server would show an empty folder.
+            raise hub_settings.HubConfigError(f"{variable}={volume}: no Docker volume of that name "
+                                              "(docker volume ls)") from None
 TeamSpawner.team = team
 # ctl has checked the plan and left in HUB_PROFILES only what this engine and box can serve.
 TeamSpawner.plan = gpuplan.load(team, capable=True)

@@ -6,13 +6,14 @@ lists them. Standard library only, so the host tools' venv (tests, linters) impo
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from compose import gpus, limits, memlock
-from hub import REPO
+from hub import REPO, tls
 
 HUB_DIR = REPO / "hub"
 EXIT_CONFIG = 2
@@ -38,6 +39,13 @@ GPUS_AUTO, GPUS_NONE = "auto", "none"
 GPU_EXCLUSIVE, GPU_SHARE = "exclusive", "share"
 GPU_POLICIES = (GPU_EXCLUSIVE, GPU_SHARE)
 SELF_CHECK_MODES = ("warn", "strict", "off")
+# HUB_TEAM_DATA: where it appears, read-only, in every server; HUB_TEAM_SHARED: writable.
+TEAM_DATA_MOUNT = "/home/jovyan/data"
+TEAM_SHARED_MOUNT = "/home/jovyan/shared"
+# HUB_GPU_MEMORY_MB: the key of the budget of every GPU profile not named, and the largest budget
+# taken (1 TiB: more than any GPU has; a typo of a few digits is refused).
+GPU_MEMORY_DEFAULT = "*"
+GPU_MEMORY_MAX_MB = 1 << 20
 # Docker names: what a container or volume name may hold (the prefix starts every name).
 _DOCKER_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]{0,39}")
 _SIZE = re.compile(r"([1-9][0-9]{0,5})([kmg]?)", re.IGNORECASE)
@@ -76,6 +84,13 @@ class Settings:
     gpu_pins: tuple[tuple[str, tuple[str, ...]], ...]  # (user, their GPU IDs)
     backup_dir: Path  # where the snapshots before a new image go (HUB_BACKUP_DIR)
     backup_keep: int  # how many of those snapshots are kept (HUB_BACKUP_KEEP)
+    team_data: str = ""  # a host folder (absolute) or a named volume, read-only in every server; "": none
+    team_shared: str = ""  # the same, writable by every server (HUB_TEAM_SHARED)
+    # (profile or GPU_MEMORY_DEFAULT, MiB): the servers' GPU_MEMORY_LIMIT_MB (HUB_GPU_MEMORY_MB)
+    gpu_memory: tuple[tuple[str, int], ...] = ()
+    tls: str = tls.TLS_AUTO
+    ssl_cert: Path | None = None  # the admin's certificate and key (HUB_SSL_CERT, HUB_SSL_KEY)
+    ssl_key: Path | None = None
 
     @property
     def gpu_ids(self) -> tuple[str, ...]:
@@ -83,14 +98,39 @@ class Settings:
         return () if self.gpus in (GPUS_AUTO, GPUS_NONE) else tuple(self.gpus.split(","))
 
     @property
+    def tls_files(self) -> tuple[Path, Path] | None:
+        """The certificate and key the proxy serves HTTPS with (the admin's, or the hub's own in its
+        state folder); None: plain HTTP (loopback, or HUB_TLS=off)."""
+        if self.ssl_cert and self.ssl_key:
+            return self.ssl_cert, self.ssl_key
+        if self.tls == tls.TLS_SELF_SIGNED or (self.tls == tls.TLS_AUTO and not tls.is_loopback(self.address)):
+            return tls.cert_file(self.state_dir), tls.key_file(self.state_dir)
+        return None
+
+    @property
+    def proxy_tls_args(self) -> tuple[str, ...]:
+        """configurable-http-proxy's options that make it serve HTTPS."""
+        return ("--ssl-cert", str(self.tls_files[0]), "--ssl-key", str(self.tls_files[1])) if self.tls_files else ()
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.tls_files else "http"
+
+    @property
     def public_url(self) -> str:
-        return f"http://{url_host(self.address)}:{self.port}/"
+        return f"{self.scheme}://{url_host(self.address)}:{self.port}/"
 
     @property
     def local_url(self) -> str:
         """The proxy as this host reaches it (a wildcard address is served on loopback too)."""
         host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(self.address, self.address)  # noqa: S104 - a comparison
-        return f"http://{url_host(host)}:{self.port}/"
+        return f"{self.scheme}://{url_host(host)}:{self.port}/"
+
+    def gpu_memory_mb(self, profile: str) -> int:
+        """PROFILE's budget in MiB (HUB_GPU_MEMORY_MB: its own, `mig` for a mig-PROFILE, the default); 0: none."""
+        budgets = dict(self.gpu_memory)
+        keys = [profile, MIG_PROFILES] if profile.startswith(MIG_PREFIX) else [profile]
+        return next((budgets[key] for key in (*keys, GPU_MEMORY_DEFAULT) if key in budgets), 0)
 
 
 def url_host(address: str) -> str:
@@ -232,6 +272,86 @@ def _docker_name(name: str, value: str) -> str:
     return value
 
 
+def _team_data(name: str, value: str) -> str:
+    """A host folder (a value with a /: made absolute) or a Docker volume's name."""
+    if not value:
+        return ""
+    if "/" in value:
+        return str(Path(value).absolute())
+    if not _DOCKER_NAME.fullmatch(value):
+        raise HubConfigError(f"{name}={value!r} is neither a folder (a path with a /) nor a Docker volume's name")
+    return value
+
+
+def _gpu_memory(name: str, value: str) -> tuple[tuple[str, int], ...]:
+    """MiB per GPU profile: `8192` (every GPU profile), `gpu1=8192 gpu2=16384`, or both (`4096 gpu2=16384`)."""
+    budgets: dict[str, int] = {}
+    for entry in value.replace(",", " ").split():
+        profile, sep, mib = entry.rpartition("=")
+        key = profile if sep else GPU_MEMORY_DEFAULT
+        if sep and (key not in PROFILES and key != MIG_PROFILES and not _MIG_PROFILE.fullmatch(key)):
+            raise HubConfigError(f"{name}: {key!r} is not a profile of HUB_PROFILES (gpu1, gpu2, mig, mig-PROFILE)")
+        if sep and PROFILES.get(key, ("", 1))[1] == 0:
+            raise HubConfigError(f"{name}: the {key} profile has no GPU to budget")
+        if not mib.isdigit() or not 1 <= int(mib) <= GPU_MEMORY_MAX_MB:
+            raise HubConfigError(f"{name}: {entry!r} is not a whole number of MiB from 1 to {GPU_MEMORY_MAX_MB} "
+                                 "(e.g. 8192, or gpu1=8192 gpu2=16384)")
+        if key in budgets:
+            raise HubConfigError(f"{name} gives {'a default' if key == GPU_MEMORY_DEFAULT else key} twice")
+        budgets[key] = int(mib)
+    return tuple(budgets.items())
+
+
+def _tls(values: Mapping[str, str]) -> tuple[str, Path | None, Path | None]:
+    """HUB_TLS, HUB_SSL_CERT and HUB_SSL_KEY, checked against one another (their files: check_host)."""
+    mode = _choice("HUB_TLS", values["HUB_TLS"] or tls.TLS_AUTO, tls.TLS_MODES)
+    cert, key = values["HUB_SSL_CERT"], values["HUB_SSL_KEY"]
+    if bool(cert) != bool(key):
+        given, missing = ("HUB_SSL_CERT", "HUB_SSL_KEY") if cert else ("HUB_SSL_KEY", "HUB_SSL_CERT")
+        raise HubConfigError(f"{given} is given without {missing}: HTTPS needs both, the certificate and its key")
+    if cert and mode != tls.TLS_AUTO:
+        raise HubConfigError(f"HUB_TLS={mode} and HUB_SSL_CERT are both given: choose one")
+    return mode, Path(cert).absolute() if cert else None, Path(key).absolute() if key else None
+
+
+def check_host(team: Settings) -> None:
+    """The files the settings name, as this host has them now (ctl up, before anything starts): the
+    team data folder readable, the admin's certificate and key a valid pair. HubConfigError."""
+    for name, value, access, what in (("HUB_TEAM_DATA", team.team_data, os.R_OK | os.X_OK, "readable"),
+                                      ("HUB_TEAM_SHARED", team.team_shared, os.R_OK | os.W_OK | os.X_OK, "writable")):
+        if value.startswith("/"):
+            if not Path(value).is_dir():
+                raise HubConfigError(f"{name}={value} is not a folder on this host")
+            if not os.access(value, access):
+                raise HubConfigError(f"{name}={value} is not {what} here (its mode or owner)")
+    if team.ssl_cert and team.ssl_key:
+        try:
+            tls.check_pair(team.ssl_cert, team.ssl_key)
+        except tls.TlsError as exc:
+            raise HubConfigError(str(exc)) from None
+
+
+def prepare_tls(team: Settings) -> list[str]:
+    """Make the hub's own certificate when it serves one and has none yet (the state folder exists):
+    the lines to print, the certificate's fingerprint last, so members can check what they are shown."""
+    files = team.tls_files
+    if files is None:
+        return []
+    lines = []
+    try:
+        if files[0] == tls.cert_file(team.state_dir) and tls.ensure_self_signed(team.state_dir, team.address):
+            lines.append(f"made the hub's self-signed certificate: {files[0]} (key: {files[1]}, mode 600)")
+        lines.append(fingerprint_line(files[0]))
+    except tls.TlsError as exc:
+        raise HubConfigError(f"{exc} (remove {files[0]} and its key to make a new one)"
+                             if files[0] == tls.cert_file(team.state_dir) else str(exc)) from None
+    return lines
+
+
+def fingerprint_line(cert: Path) -> str:
+    return f"HTTPS certificate SHA-256 fingerprint: {tls.fingerprint(cert)}"
+
+
 def load(environ: Mapping[str, str]) -> Settings:
     """The settings in ENVIRON (unset or empty: the default), all checked."""
 
@@ -253,6 +373,7 @@ def load(environ: Mapping[str, str]) -> Settings:
         wanted_memlock = memlock.parse_bytes(get("HUB_MEMLOCK", "-1"), "HUB_MEMLOCK")
     except memlock.MemlockError as exc:
         raise HubConfigError(str(exc)) from None
+    tls_mode, ssl_cert, ssl_key = _tls({name: get(name, "") for name in ("HUB_TLS", "HUB_SSL_CERT", "HUB_SSL_KEY")})
     settings = Settings(
         address=address,
         port=_port("HUB_PORT", get("HUB_PORT", "8000")),
@@ -283,10 +404,19 @@ def load(environ: Mapping[str, str]) -> Settings:
         # Beside make upgrade's snapshots (BACKUP_DIR's default): one folder to back up, already ignored by git.
         backup_dir=Path(get("HUB_BACKUP_DIR", str(REPO / "backups"))).absolute(),
         backup_keep=_count("HUB_BACKUP_KEEP", get("HUB_BACKUP_KEEP", "3"), 1),
+        team_data=_team_data("HUB_TEAM_DATA", get("HUB_TEAM_DATA", "")),
+        team_shared=_team_data("HUB_TEAM_SHARED", get("HUB_TEAM_SHARED", "")),
+        gpu_memory=_gpu_memory("HUB_GPU_MEMORY_MB", get("HUB_GPU_MEMORY_MB", "")),
+        tls=tls_mode,
+        ssl_cert=ssl_cert,
+        ssl_key=ssl_key,
     )
     if settings.backup_dir == settings.state_dir or settings.state_dir in settings.backup_dir.parents:
         raise HubConfigError(f"HUB_BACKUP_DIR={settings.backup_dir} lies in HUB_STATE_DIR: the state's snapshot "
                              "would hold the snapshots; choose a folder outside it")
+    if settings.team_data and settings.team_data == settings.team_shared:
+        raise HubConfigError(f"HUB_TEAM_DATA and HUB_TEAM_SHARED are both {settings.team_data}: one folder cannot be "
+                             "read-only and writable")
     if settings.port == settings.proxy_api_port:
         raise HubConfigError(f"HUB_PORT and HUB_PROXY_API_PORT are both {settings.port}")
     if settings.port in settings.ssh_ports:

@@ -58,6 +58,8 @@ class TeamSpawner(DockerSpawner):  # type: ignore[misc]
         for index, profile in enumerate(self.plan.profiles):
             checked = " checked" if index == 0 else ""
             free = f": {self.plan.availability(self.user.name, profile, held)}" if profile.count else ""
+            if profile.memory_mb:
+                free += f" (TensorFlow takes at most {profile.memory_mb} MiB of each GPU)"
             radios.append(f'<label><input type="radio" name="profile" value="{html.escape(profile.name)}"{checked}> '
                           f"{html.escape(profile.label + free)}</label><br>")
         stored = self._keys_path().is_file()
@@ -161,6 +163,9 @@ class TeamSpawner(DockerSpawner):  # type: ignore[misc]
                         {"Name": "stack", "Soft": LIMITS.stack_bytes, "Hard": LIMITS.stack_bytes}],
             "log_config": {"type": LIMITS.log_driver, "config": LIMITS.log_options},
         }
+        if profile.memory_mb:
+            # The image caps TensorFlow's share of each visible GPU to it (a cap TensorFlow keeps, not the hardware).
+            env["GPU_MEMORY_LIMIT_MB"] = str(profile.memory_mb)
         if not profile.count:
             # The image's ENV says all; void hides every GPU even where the engine's default runtime is nvidia.
             env["NVIDIA_VISIBLE_DEVICES"] = "void"
@@ -171,6 +176,11 @@ class TeamSpawner(DockerSpawner):  # type: ignore[misc]
             f"{self.team.name_prefix}-{{username}}-local": "/home/jovyan/.local",
             str(START_HOOKS): {"bind": "/etc/tf29-env/start.d", "mode": "ro"},
         }
+        if self.team.team_data:
+            # A read-only mount is read-only for root in the container too (no remount: no CAP_SYS_ADMIN).
+            volumes[self.team.team_data] = {"bind": hub_settings.TEAM_DATA_MOUNT, "mode": "ro"}
+        if self.team.team_shared:
+            volumes[self.team.team_shared] = {"bind": hub_settings.TEAM_SHARED_MOUNT, "mode": "rw"}
         # The container's own stop timeout: a `docker stop` by hand and the engine's shutdown give the grace too.
         create: dict[str, Any] = {"labels": {PROFILE_LABEL: profile.name}, "stop_timeout": self.engine_stop_seconds()}
         if ssh_port is None:

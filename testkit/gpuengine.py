@@ -6,7 +6,9 @@ PATH at start; it then turns `--gpus` and compose's device reservations into
 prestart hook. This dockerd starts with stand-ins on its PATH: a hook that only records that it
 ran (`nvidia-container-runtime-hook prestart`, exit 0), a runtime registered as `nvidia` that is
 runc (as `nvidia-ctk runtime configure` registers NVIDIA's wrapper), and an `nvidia-smi` whose
-`-L` lists made-up GPUs, for whoever asks the host what it has (tests put `tools` on PATH).
+`-L` lists made-up GPUs, for whoever asks the host what it has (tests put `tools` on PATH); its
+`--query-gpu` and `--query-compute-apps` (the CSV `make gpus` reads) print what a test wrote with
+`set_query` (by default each GPU with 0 of 40960 MiB in use, and no processes).
 
 It shares nothing with the main engine: its own socket, data root, exec root, pid file,
 containerd (under its exec root) and namespace, config file, and bridge (`ip link add`, on a /24
@@ -28,6 +30,7 @@ import ipaddress
 import json
 import os
 import random
+import re
 import secrets
 import shutil
 import signal
@@ -42,6 +45,7 @@ import docker.errors
 from docker import DockerClient
 from docker.models.containers import Container
 
+from compose.holders import APP_FIELDS, FORMAT, GPU_FIELDS
 from testkit.wait import wait_until
 from tf29image.common import pid_alive
 
@@ -74,23 +78,47 @@ WITH_MIG = (
 )
 
 
+# The stand-in nvidia-smi's answers to `make gpus`'s two queries: files beside it, by the query's fields.
+QUERIES = {"gpu": GPU_FIELDS, "compute-apps": APP_FIELDS}
+STANDIN_TOTAL_MIB = 40960
+
+
+def gpu_query(listing: str, used: dict[str, int] | None = None) -> str:
+    """What `nvidia-smi --query-gpu=index,uuid,name,memory.used,memory.total --format=csv,noheader,nounits`
+    prints for the whole GPUs of LISTING (MiB in use by index, else 0)."""
+    rows = re.findall(r"^GPU ([0-9]+): (.*?) \(UUID: (GPU-[^)\s]+)\)", listing, re.MULTILINE)
+    return "".join(f"{index}, {uuid}, {name}, {(used or {}).get(index, 0)}, {STANDIN_TOTAL_MIB}\n"
+                   for index, name, uuid in rows)
+
+
 def write_tools(folder: Path, listing: str = TWO_GPUS) -> Path:
     """The stand-in hook, runtime and nvidia-smi in FOLDER (made); FOLDER."""
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / HOOK_LOG
+    queries = "".join(f'  "--query-{query}={fields} {FORMAT}") exec cat "{folder / query}.csv" ;;\n'
+                      for query, fields in QUERIES.items())
     scripts = {
         # runc calls a prestart hook with the container's state on stdin; exit 0 lets it start.
         HOOK: f'#!/bin/sh\necho "$*" >>{log}\ncat >/dev/null\nexit 0\n',
         RUNTIME: "#!/bin/sh\nexec runc \"$@\"\n",
-        "nvidia-smi": ("#!/bin/sh\n"
-                       "[ \"$*\" = -L ] || { echo \"stand-in nvidia-smi: only -L is known\" >&2; exit 9; }\n"
-                       f"cat <<'EOF'\n{listing}EOF\n"),
+        "nvidia-smi": ('#!/bin/sh\ncase "$*" in\n'
+                       f"  -L) cat <<'EOF'\n{listing}EOF\n  ;;\n"
+                       f"{queries}"
+                       '  *) echo "stand-in nvidia-smi: $* is not known" >&2; exit 9 ;;\nesac\n'),
     }
     for name, text in scripts.items():
         path = folder / name
         path.write_text(text)
         path.chmod(0o755)
+    set_query(folder, "gpu", gpu_query(listing))
+    set_query(folder, "compute-apps", "")
     return folder
+
+
+def set_query(tools: Path, query: str, csv: str) -> None:
+    """What the stand-in nvidia-smi in TOOLS prints for --query-QUERY (gpu, compute-apps) with make gpus's fields."""
+    assert query in QUERIES, query
+    (tools / f"{query}.csv").write_text(csv)
 
 
 def _routes() -> list[ipaddress.IPv4Network]:

@@ -42,6 +42,7 @@ def test_shipped_files_are_valid_compose(docker_client: DockerClient, image: str
     assert alice["environment"] == {"JUPYTER_TOKEN_FILE": "/run/secrets/jupyter_token",
                                     "SSH_AUTHORIZED_KEYS_FILE": "/run/secrets/authorized_keys",
                                     "SELF_CHECK": "off", "STOP_GRACE_SECONDS": "30", "KERNEL_IDLE_TIMEOUT": "3600",
+                                    "GEN_CERT": "no", "JUPYTER_CERT_FILE": "", "JUPYTER_KEY_FILE": "",
                                     "NB_UID": "1001", "NB_GID": "1001"}
     assert alice["ports"] == ["127.0.0.1:2201:22/tcp", "127.0.0.1:8801:8888/tcp"]
 
@@ -153,7 +154,8 @@ def test_member_cannot_see_the_other_members_files(team: Team, members: tuple[Me
         client.close()
     assert code == 0
     assert "only-ann.txt" not in listing
-    ben_volumes = {m["Name"] for m in team.container(ben.name).attrs["Mounts"] if m["Type"] == "volume"}
+    # The writable ones: the team's (empty) data volume is shared, read-only (test_team_data.py).
+    ben_volumes = {m["Name"] for m in team.container(ben.name).attrs["Mounts"] if m["Type"] == "volume" and m["RW"]}
     assert ben_volumes == {f"{team.name}_ben-{v}" for v in ("work", "cuda-cache", "ssh-host-keys", "local")}
 
 
@@ -204,8 +206,8 @@ def test_down_stops_everything_within_its_timeout(team: Team, members: tuple[Mem
     assert took < STOP_TIMEOUT, f"down took {took:.1f}s: a container waited for SIGKILL"
     assert team.containers() == []
     assert team.client.networks.list(names=[f"{team.name}_default"]) == []
-    # down keeps the members' data: eight volumes, four each.
-    assert len(team.volumes()) == 8
+    # down keeps the members' data: eight volumes, four each, and the team's (empty) data volume.
+    assert len(team.volumes()) == 9
 
 
 def test_up_refuses_more_memlock_than_the_engine_grants(docker_client: DockerClient, image: str, tmp_path: Path,

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from compose import teamenv
 from tests.compose.team import REPO, copy_project, resolved, size_bytes
 
 # ${NAME}, ${NAME:-default} or ${NAME-default} in a compose file.
@@ -30,6 +31,8 @@ def test_env_example_documents_every_variable_with_its_default() -> None:
         for name, default in VARIABLE_RE.findall(path.read_text()):
             assert used.setdefault(name, default) == default, f"{name} has two defaults"
     settings = example_settings()
+    # make up sets these from .env's TLS settings, which compose/teamenv.py alone reads.
+    used = {**{k: v for k, v in used.items() if k not in teamenv.DERIVED}, **teamenv.SETTINGS}
     assert set(used) == {name for name in settings if name.startswith("TF29ENV_")}
     for name, default in used.items():
         assert settings[name] == default, f".env.example shows {name}={settings[name]}, the file uses {default}"
@@ -44,7 +47,8 @@ def test_env_example_works_as_env(tmp_path: Path, compose: str) -> None:
     assert services["bob"]["image"] == "tf29-env:latest-gpu"
     # COMPOSE_FILE from .env brought in compose/gpu.yml.
     assert services["bob"]["deploy"]["resources"]["reservations"]["devices"][0]["driver"] == "nvidia"
-    assert services["bob"]["ports"] == ["0.0.0.0:2202:22/tcp", "0.0.0.0:8802:8888/tcp"]
+    # Plain HTTP on loopback only: compose alone does not know TF29ENV_TLS (make up does).
+    assert services["bob"]["ports"] == ["0.0.0.0:2202:22/tcp", "127.0.0.1:8802:8888/tcp"]
 
 
 def test_compose_mk_has_the_team_targets_each_described() -> None:
@@ -65,7 +69,8 @@ def test_compose_mk_runs_compose_in_the_project_folder(tmp_path: Path, compose: 
                          text=True, check=True)
     # down waits each member's stop_grace_period (the runs' grace: docs/jobs.md) unless STOP_TIMEOUT says.
     assert dry.stdout.splitlines() == [
-        f"cd {project} && memlock=$(python3 compose/memlock.py) && members=$(python3 compose/access.py ready) && \\",
+        f'cd {project} && derived=$(python3 compose/teamenv.py) && eval "$derived" && \\',
+        "memlock=$(python3 compose/memlock.py) && members=$(python3 compose/access.py ready) && \\",
         f"TF29ENV_MEMLOCK=$memlock python3 -m compose.rollout --compose '{compose}' $members && \\",
         f"python3 compose/access.py team --compose '{compose}' $members",
         f"cd {project} && {compose} down --remove-orphans",

@@ -32,7 +32,7 @@ def test_added_member_is_valid_compose_with_the_next_ports(project: Path, keypai
     assert added.returncode == 0, added.stderr
     services = config(project, compose, "docker-compose.yml:compose/gpu.yml")["services"]
     carol = services["carol"]
-    assert carol["ports"] == ["0.0.0.0:2203:22/tcp", "0.0.0.0:8803:8888/tcp"]
+    assert carol["ports"] == ["0.0.0.0:2203:22/tcp", "127.0.0.1:8803:8888/tcp"]  # plain HTTP: loopback
     assert carol["environment"]["NB_UID"] == "1503"
     assert carol["ulimits"] == services["alice"]["ulimits"]  # the template, folded in
     assert carol["deploy"] == {"resources": {"reservations": {"devices": [

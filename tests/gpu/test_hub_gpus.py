@@ -111,12 +111,16 @@ def test_share_policy_shares_the_least_used(gpu_hub: HubRun, people: dict[str, U
     assert sorted(held.values()) == ["0", "1"]
     assert gpu_hub.make("hub-down").returncode == 0
     gpu_hub.env["HUB_GPU_POLICY"] = "share"
+    gpu_hub.env["HUB_GPU_MEMORY_MB"] = "gpu1=2048"  # a budget per shared server (docs/hub.md)
     gpu_hub.up()
     eve = gpu_hub.enrol("eve")
-    assert "1 GPU: 0 of 2 free: you would share the least used" in spawn_form(gpu_hub, eve)
+    assert ("1 GPU: 0 of 2 free: you would share the least used (TensorFlow takes at most 2048 MiB of each GPU)"
+            in spawn_form(gpu_hub, eve))
     gpu_hub.start(eve, profile="gpu1")
     gpu_hub.wait_ready(eve)
     assert gpus_of(gpu_hub, "eve") == "0"  # both are used once: the first in nvidia-smi's order
+    assert "GPU_MEMORY_LIMIT_MB=2048" in gpu_hub.container("eve").attrs["Config"]["Env"]
+    assert not any(var.startswith("GPU_MEMORY_LIMIT_MB=") for var in gpu_hub.container("ann").attrs["Config"]["Env"])
 
 
 @pytest.mark.parametrize(("settings", "error"), [

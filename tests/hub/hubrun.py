@@ -76,7 +76,8 @@ class HubRun:
 
     @property
     def url(self) -> str:
-        return f"http://{LOOPBACK}:{self.env['HUB_PORT']}"
+        scheme = hub_settings.load(self.env).scheme  # https when the settings turn TLS on (test_hub_https.py)
+        return f"{scheme}://{LOOPBACK}:{self.env['HUB_PORT']}"
 
     @property
     def prefix(self) -> str:

@@ -55,8 +55,9 @@ def test_the_limits_are_the_images() -> None:
 def test_public_address_and_wildcard() -> None:
     everywhere = "0.0.0.0"  # noqa: S104 - a setting under test, nothing is bound
     team = hub_settings.load({"HUB_ADDRESS": everywhere, "HUB_PORT": "9000"})
-    assert team.public_url == "http://0.0.0.0:9000/"
-    assert team.local_url == "http://127.0.0.1:9000/"
+    # Beyond loopback the hub serves HTTPS (its own certificate unless the admin gives one).
+    assert team.public_url == "https://0.0.0.0:9000/"
+    assert team.local_url == "https://127.0.0.1:9000/"
     assert team.ssh_address == everywhere  # follows HUB_ADDRESS unless set
     assert hub_settings.load({"HUB_ADDRESS": "::1"}).public_url == "http://[::1]:8000/"
 

@@ -95,3 +95,17 @@ def test_taking_over_an_example_without_a_host_account_keeps_its_ids(project: me
     assert member.main(["--project-dir", str(directory), "add", "alice", "--ssh-key", str(directory / "alice.pub"),
                         "--gpus", "1"]) == 0
     assert "added alice (uid 1001, gid 1001): Jupyter on host port 8801, SSH on 2201" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("bind", "jupyter_address", "scheme", "url"), [
+    # TLS off: Jupyter on loopback only, SSH where TF29ENV_BIND_ADDRESS says.
+    ("0.0.0.0", "127.0.0.1", "http", "http://localhost:8801/lab?token=t"),  # noqa: S104 - compared, not bound
+    ("0.0.0.0", "0.0.0.0", "https",  # noqa: S104 - compared, not bound
+     "https://localhost:8801/lab?token=t (from another machine: this box's name instead of localhost)"),
+    ("10.0.0.5", "10.0.0.5", "https", "https://10.0.0.5:8801/lab?token=t"),
+])
+def test_member_lines_say_where_and_how_jupyter_is_served(bind: str, jupyter_address: str, scheme: str,
+                                                          url: str) -> None:
+    web, ssh = access.member_lines("ann", bind, 8801, 2201, "t", jupyter_address, scheme)
+    assert web == f"ann: JupyterLab {url}"
+    assert ssh.startswith(f"ann: SSH ssh -p 2201 jovyan@{access.reach_host(bind)} ")
