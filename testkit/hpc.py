@@ -15,13 +15,14 @@ seccomp and AppArmor unconfined and /dev/fuse (root in it has Docker's default c
 import contextlib
 import fcntl
 import hashlib
+import re
 import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from docker import DockerClient
 from docker.models.containers import Container
 
 from testkit.containers import LOOPBACK
+from testkit.docblocks import Execute, Result
 from testkit.net import free_host_port
 from tf29env.core import engine
 from tf29env.core.paths import REPO, cache_dir
@@ -231,6 +233,42 @@ class Machine:
         code, output = self.run(f"cat {path}")
         return output if code == 0 else ""
 
+    def write(self, path: str, text: str, user: str) -> None:
+        """TEXT into PATH as USER (who owns what it makes)."""
+        code, output = self.container.exec_run(["bash", "-c", 'printf %s "$1" > "$2"', "write", text, path],
+                                               user=user)
+        assert code == 0, output.decode(errors="replace")
+
+    def typist(self, user: str, stop_when: Callable[[str], bool] | None = None) -> Execute:
+        """USER at a bash prompt on this machine, in their home (testkit/docblocks.py's Execute): a
+        login shell, as over ssh. A command still running at its time, or (STOP_WHEN) once its output
+        so far shows what the reader waits for, is stopped as Ctrl-C stops it: SIGINT to its process
+        group, in the machine (`timeout`; killing `docker exec` would leave it running there), and
+        SIGKILL 10 s later if it is still there."""
+        api = self.container.client.api
+        home = f"/home/{user}"
+
+        def execute(text: str, timeout: float) -> Result:
+            # `timeout` leads the command's process group; SIGALRM has it stop the command at once.
+            argv = ["bash", "-c", 'echo "typist $$"; exec timeout -s INT -k 10 "$1" bash -lo pipefail -c "$2"',
+                    "typist", str(max(1, round(timeout))), text]
+            exec_id = api.exec_create(self.container.id, argv, user=user, workdir=home,
+                                      environment={"HOME": home, "USER": user, "LOGNAME": user})["Id"]
+            said, pid, stopped = b"", "", False
+            for chunk in api.exec_start(exec_id, stream=True):
+                said += chunk
+                if not pid and b"\n" in said:
+                    first, said = said.split(b"\n", 1)
+                    pid = first.decode().removeprefix("typist ")
+                if pid and not stopped and stop_when is not None and stop_when(said.decode(errors="replace")):
+                    stopped = True
+                    self.container.exec_run(["kill", "-ALRM", pid])
+            code = api.exec_inspect(exec_id)["ExitCode"]
+            output = said.decode(errors="replace")
+            return Result(None if code in (124, 137) else int(code), output)
+
+        return execute
+
 
 def start_machine(client: DockerClient, image: str, *, role: str, users: str, hostname: str,
                   volumes: dict[str, dict[str, str]], publish: tuple[int, ...] = (), network: str | None = None,
@@ -258,3 +296,26 @@ def start_machine(client: DockerClient, image: str, *, role: str, users: str, ho
     container = client.containers.get(created["Id"])
     container.start()
     return Machine(container, hostname, ports)
+
+
+def answering(execute: Execute, answers: Mapping[str, Callable[[str], bool]]) -> Execute:
+    """EXECUTE, where a command that starts with a key of ANSWERS counts as failed (exit 1) until its
+    output answers as the reader waits for (`squeue --me` until R): docblocks.Plan's waits retry it."""
+    def typed(text: str, timeout: float) -> Result:
+        result = execute(text, timeout)
+        waited = [answered for start, answered in answers.items() if text.startswith(start)]
+        if result.code == 0 and waited and not waited[0](result.output):
+            return Result(1, result.output)
+        return result
+
+    return typed
+
+
+SUBMITTED = re.compile(r"^Submitted batch job (\d+)$", re.M)
+
+
+def submitted(said: str, index: int = 0) -> str:
+    """The Slurm id of the INDEXth `sbatch` in a transcript (docblocks.Plan's placeholder values)."""
+    ids = SUBMITTED.findall(said)
+    assert len(ids) > index, f"no Slurm job {index + 1} submitted in:\n{said[-2000:]}"
+    return str(ids[index])

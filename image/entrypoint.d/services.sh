@@ -8,6 +8,7 @@ readonly HEALTHCHECK_NOISE='/^kex_exchange_identification: Connection closed by 
 
 declare -A children=() # pid: sshd, jupyter or selfcheck
 stopping=0
+waker=0 # supervise's wake-up child
 
 # What the healthcheck must find answering. A restart leaves the last start's jpserver files, whose pid a new
 # process may have: they go first.
@@ -59,7 +60,11 @@ start_selfcheck() {
 
 # Until a signal or a service's exit; the container's exit code says which.
 supervise() {
-  trap 'stopping=1' TERM INT HUP # wait -n returns at once; stop_if_asked does the rest
+  # A signal between two waits would leave wait -n sleeping until a service exits: the trap also ends
+  # this child, which wakes it.
+  sleep infinity &
+  waker=$!
+  trap 'stopping=1; kill "${waker}" 2>/dev/null || true' TERM INT HUP
   local pid name code
   while ((${#children[@]} > 0)); do
     wait -n || true
@@ -75,6 +80,7 @@ supervise() {
       on_child_exit "${name}" "${code}"
     done
   done
+  if ((waker)); then kill "${waker}" 2>/dev/null || true; fi
   log "no service left running; exiting"
   exit 1
 }
@@ -105,6 +111,7 @@ on_child_exit() {
 
 stop_children() {
   local deadline=$((SECONDS + cfg_stop_grace)) pid
+  if ((waker)); then kill "${waker}" 2>/dev/null || true; fi
   interrupt_runs
   signal_children TERM
   while ((SECONDS < deadline)); do

@@ -43,17 +43,22 @@ InactiveLimit=0
 # pass (backfill's default 30 s): test_jobs.py's requeued run starts within about 40 s instead of 150.
 AuthInfo=cred_expire=30
 SchedulerParameters=bf_interval=5
+# Nodes the size of a real cluster's, as Slurm counts them (config_overrides: the machines have less),
+# and a site's usual limits: docs/hpc.md's lines (4 CPUs, 16 GB and 4 h by default, 32 GB and 8 h on
+# the gpu partition, srun without --mem) are typed as written, two of its jobs beside the tests' own.
+DefMemPerCPU=1000
 GresTypes=gpu
-NodeName=node1 CPUs=4 RealMemory=4000 Gres=gpu:1 State=UNKNOWN
-NodeName=node2 CPUs=4 RealMemory=4000 State=UNKNOWN
-PartitionName=cpu Nodes=node1,node2 Default=YES MaxTime=02:00:00 State=UP
-PartitionName=gpu Nodes=node1 MaxTime=02:00:00 State=UP
+NodeName=node1 CPUs=16 RealMemory=64000 Gres=gpu:1 State=UNKNOWN
+NodeName=node2 CPUs=16 RealMemory=64000 State=UNKNOWN
+PartitionName=cpu Nodes=node1,node2 Default=YES MaxTime=12:00:00 State=UP
+PartitionName=gpu Nodes=node1 MaxTime=12:00:00 State=UP
 """
 # node1's GPU stands on /dev/null (Slurm 24 ignores a GPU without a device file): Slurm schedules it
 # (a --gres=gpu:1 job runs there, --gres=gpu:2 is refused at submission) while the machine has no GPU.
 GRES_CONF = "NodeName=node1 Name=gpu File=/dev/null\n"
 CGROUP_CONF = "CgroupPlugin=disabled\n"
 SLURM_DIR = REPO / "deploy" / "slurm"
+SLURM_SCRIPTS = "/opt/tf29-env-slurm"  # SLURM_DIR on every machine, read-only
 # slurmd, root on a real node, loads a user's login environment for a job whose --export names
 # variables without ALL (batchspawner's jobs) in a mount namespace of its own: clone(CLONE_NEWNS)
 # needs SYS_ADMIN, which Docker's root lacks. The users' jobs get no capability from it.
@@ -89,7 +94,7 @@ class Cluster:
         cluster, home = self.volumes
         shared = {cluster: {"bind": "/cluster", "mode": "rw"}, home: {"bind": "/home", "mode": "rw"},
                   self.sif: {"bind": "/shared", "mode": "ro"},
-                  str(SLURM_DIR): {"bind": "/opt/tf29-env-slurm", "mode": "ro"}}
+                  str(SLURM_DIR): {"bind": SLURM_SCRIPTS, "mode": "ro"}}
         # The cluster's files, written into the shared volume before any machine starts.
         seed = self.client.containers.create(self.node_image, ["true"], volumes=shared)
         try:

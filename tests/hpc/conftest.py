@@ -18,12 +18,17 @@ from docker import DockerClient
 
 from testkit import hpc
 from testkit.ssh import KeyPair
-from tests.hpc.cluster import Cluster
+from tests.hpc.cluster import SLURM_SCRIPTS, Cluster
 from tf29env.core.paths import REPO, cache_dir
 
 LOG = REPO / "build-output" / "hpc.log"
 USERS = {"alice": 2001, "bob": 2002}
 HPC_USERS = " ".join(f"{name}:{uid}" for name, uid in USERS.items())
+
+
+def as_in_the_docs(user: str) -> str:
+    """The command that puts the SIF where docs/hpc.md has it, ~/tf29-env.sif (a link to the shared one)."""
+    return f"ln -s /shared/{hpc.SIF_NAME} /home/{user}/{hpc.SIF_NAME}"
 
 
 def log(line: str) -> None:
@@ -66,13 +71,18 @@ def hub_node(docker_client: DockerClient, hpc_node: str) -> str:
 @pytest.fixture(scope="session")
 def cluster(docker_client: DockerClient, hpc_node: str, hub_node: str, sif: str, keypair: KeyPair) -> Iterator[Cluster]:
     """The Slurm cluster (tests/hpc/cluster.py), shared by the Slurm and the hub tests: the users'
-    homes with work/, and alice's public key for the login machine's sshd."""
+    homes with work/, what docs/hpc.md's lines name there (~/tf29-env.sif, and deploy/slurm as in a
+    checkout of the project: the home is where the tests type them), and alice's public key for the
+    login machine's sshd."""
     made = Cluster(docker_client, hpc_node, hub_node, sif, HPC_USERS)
     try:
         made.up()
         for name in USERS:
             code, out = made.login.run(f"install -d -m 700 -o {name} -g {name} /home/{name} /home/{name}/work "
-                                       f"/home/{name}/.ssh")
+                                       f"/home/{name}/.ssh /home/{name}/deploy")
+            assert code == 0, out
+            code, out = made.login.run(f"{as_in_the_docs(name)} && ln -s {SLURM_SCRIPTS} /home/{name}/deploy/slurm",
+                                       user=name)
             assert code == 0, out
         code, out = made.login.run(f"printf '%s\\n' '{keypair.public_text}' > /home/alice/.ssh/authorized_keys && "
                                    "chown alice:alice /home/alice/.ssh/authorized_keys")

@@ -3,7 +3,9 @@ Debian 13 machine (testkit/hpc.py), running the SIF that a cluster without Docke
 export's archive. Users alice and bob run it as themselves with their own homes, as on a shared
 compute node: JupyterLab with a token and the tunnel line, a free port for the second user, Slurm's
 SIGTERM ending it with exit 0 and the work kept, --containall and --compat, the self-check by hand,
-and bad input in one line."""
+and bad input in one line. docs/hpc.md's lines for Apptainer are typed as written by alice in her home
+(the SIF at ~/tf29-env.sif, a train.py beside it); the node has no GPU, so its --nv lines show only
+that they start the same without one."""
 
 import re
 import shlex
@@ -13,15 +15,19 @@ import pytest
 import requests
 from docker import DockerClient
 
-from testkit import hpc
+from testkit import docblocks, hpc
 from testkit.containers import LOOPBACK
+from testkit.docblocks import Plan
 from testkit.jupyter import api_status
 from testkit.wait import wait_until
-from tests.hpc.conftest import HPC_USERS
+from tests.hpc.conftest import HPC_USERS, as_in_the_docs
 
 SIF = f"/shared/{hpc.SIF_NAME}"
 TUNNEL = re.compile(r"^tf29-env: JupyterLab listens on (\S+):(\d+)\. On your laptop run: (ssh -N -L .+)$", re.M)
 TOKEN = re.compile(r"^tf29-env: then open http://localhost:8888/lab\?token=([0-9a-f]{48})$", re.M)
+BLOCKS = docblocks.blocks_for(__file__)
+# The doc's train.py: what it shows of the run (the image's TensorFlow, as the calling user, in their home).
+TRAIN_PY = 'import os\nimport tensorflow as tf\n\nprint(tf.__version__, os.getuid(), os.environ["HOME"])\n'
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +40,9 @@ def box(docker_client: DockerClient, hpc_node: str, sif: str) -> Iterator[hpc.Ma
         for name in ("alice", "bob"):
             code, out = machine.run(f"install -d -o {name} -g {name} /home/{name} /home/{name}/work")
             assert code == 0, out
+        code, out = machine.run(as_in_the_docs("alice"), user="alice")
+        assert code == 0, out
+        machine.write("/home/alice/train.py", TRAIN_PY, user="alice")
         code, out = machine.run("install -d -m 755 /srv/read-only-home")
         assert code == 0, out
         yield machine
@@ -79,10 +88,39 @@ def alice(box: hpc.Machine) -> Iterator[Server]:
     box.run(f"kill -TERM $(cat {server.pid}) 2>/dev/null", user="alice")
 
 
-def test_exec_runs_tensorflow_as_the_calling_user(box: hpc.Machine) -> None:
-    code, out = box.run(f"apptainer exec {SIF} python -c 'import os, tensorflow as tf; print(tf.__version__, "
-                        "os.getuid(), os.environ[\"HOME\"])'", user="alice")
-    assert code == 0 and out.strip().splitlines()[-1] == "2.9.3 2001 /home/alice", out
+def announced(box: hpc.Machine, output: str) -> bool:
+    """Whether the URL is there and the helper that printed it has ended: the reader's Ctrl-C comes
+    then. (A Ctrl-C in the instant the helper ended was once lost: the supervisor's trap ran between
+    two `wait -n`; image/entrypoint.d/services.sh's wake-up child closes that window.)"""
+    return bool(TOKEN.search(output)) and box.run("pgrep -f 'tf29image.startup.apptainer announce'")[0] == 1
+
+
+def test_the_docs_lines_exec_as_the_calling_user_and_run_jupyterlab_until_ctrl_c(box: hpc.Machine) -> None:
+    """docs/hpc.md's four lines, typed by alice in her home: `apptainer exec` runs train.py with the
+    image's TensorFlow as her; each `apptainer run` prints the tunnel line and the URL, and Ctrl-C (once
+    the URL is there) stops it, leaving no runtime folder behind."""
+    [(block, _, plan)] = docblocks.with_plans(BLOCKS, {
+        ("docs/hpc.md", "apptainer exec tf29-env.sif python train.py"): Plan(follows=("apptainer run", "APPTAINERENV_"),
+                                                                              follow_seconds=180)})
+    said = docblocks.run_block(block, box.typist("alice", stop_when=lambda output: announced(box, output)), plan)
+    typed = said.split("\n$ ")
+    assert len(typed) == 4, said[-3000:]
+    assert typed[0].strip().splitlines()[-1] == "2.9.3 2001 /home/alice", typed[0][-3000:]
+    for run in typed[1:]:
+        assert TUNNEL.search(run) and TOKEN.search(run), run[-3000:]
+        assert TUNNEL.findall(run)[0][:2] == ("node1", "8888"), run[-3000:]  # each ended before the next
+        assert "tf29-env: stopping (signal received)" in run, run[-3000:]
+    left = ""
+
+    def nothing_left() -> bool:  # what a stop leaves ends within seconds (Apptainer's own last)
+        nonlocal left
+        left = box.run("ls -d /tmp/tf29-env-2001-* 2>/dev/null; pgrep -u alice -a . || true")[1].strip()
+        return not left
+
+    try:
+        wait_until(nothing_left, timeout=30, interval=1, what="alice's runtime folders and processes gone")
+    except TimeoutError:
+        raise AssertionError(f"left after Ctrl-C:\n{left}") from None
 
 
 def test_run_serves_jupyterlab_with_a_token_and_the_tunnel_line(box: hpc.Machine, alice: Server) -> None:

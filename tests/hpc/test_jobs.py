@@ -7,15 +7,23 @@ finished epoch and ends done. A scancel is not requeued; bad input is one line a
 Slurm's shortest time limit is a minute, and its warning comes on a 30 s timer: to have the warning
 land mid-run, not before the first epoch or after the last, the test shortens the running job's limit
 as an administrator would (scontrol update, as root) once the third epoch began, so that the warning
-is due at once, and gives the limit back once it came (a requeued job keeps its limit)."""
+is due at once, and gives the limit back once it came (a requeued job keeps its limit).
+
+docs/hpc.md's lines are typed as written by bob in his home (the SIF at ~/tf29-env.sif, deploy/slurm
+as in a checkout): its two sbatch lines start this module, a ~/work/train.ipynb (the quickstart's
+notebook, each epoch paused, so that it trains all along) and a ~/work/train.py on the gpu partition's
+node (a GPU Slurm schedules, none behind it: the job shows that it runs there with --nv); its lines
+from the login node list and follow the notebook's job before the module's last test cancels it."""
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from testkit import hpc
+from testkit import docblocks, hpc
+from testkit.docblocks import Plan
 from testkit.wait import wait_until
 from tests.hpc.cluster import Cluster
 
@@ -29,17 +37,35 @@ OPTIONS = "--time=00:30:00 --mem=1G --cpus-per-task=1"
 JOB_LINE = re.compile(r"^job (\S+): running in the foreground; folder (\S+)$", re.M)
 EPOCH = re.compile(r"^Epoch (\d+)/(\d+)$", re.M)
 ENDED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL", "DEADLINE")
+BLOCKS = docblocks.blocks_for(__file__)
+DOC_SIF = f"/home/bob/{hpc.SIF_NAME}"  # ~/tf29-env.sif, as bob typed it
+# The reader's script: what it was given.
+TRAIN_PY = 'import sys\n\nprint("train.py was given", sys.argv[1:])\n'
+# The reader's notebook: the quickstart's, with a pause after each epoch, so that its 200 epochs take
+# over 15 minutes (the module's last test cancels it), and few steps.
+PAUSED = "\nSTEPS_PER_EPOCH = 5\nEPOCH_PAUSE = 5.0\n"
+RUNNING = re.compile(r"^(\S+)\s+\S+\s+running\b", re.M)  # a running job in `job list`
+PLANS = {
+    ("docs/hpc.md", "sbatch deploy/slurm/job.sbatch"): Plan(),
+    # Ctrl-C once the followed log shows an epoch.
+    ("docs/hpc.md", "squeue --me"): Plan(placeholders={"ID": lambda said: RUNNING.findall(said)[0]},
+                                         follows=("apptainer exec ~/tf29-env.sif job log -f",), follow_seconds=120),
+}
 
 
 class BatchJob:
-    """`sbatch OPTIONS job.sbatch ARGUMENTS` submitted by USER from their home (ENVIRONMENT before it)."""
+    """`sbatch OPTIONS job.sbatch ARGUMENTS` submitted by USER from their home (ENVIRONMENT before it),
+    or (SUBMITTED) the one of that id USER submitted."""
 
-    def __init__(self, cluster: Cluster, user: str, options: str, arguments: str, environment: str = "") -> None:
+    def __init__(self, cluster: Cluster, user: str, options: str = "", arguments: str = "", environment: str = "",
+                 *, submitted: str | None = None) -> None:
         self.cluster, self.user = cluster, user
-        code, out = cluster.login.run(f"cd && {environment} sbatch --parsable {options} {SBATCH} {arguments}",
-                                      user=user)
-        assert code == 0, out
-        self.id = out.strip().splitlines()[-1].split(";")[0]
+        if submitted is None:
+            code, out = cluster.login.run(f"cd && {environment} sbatch --parsable {options} {SBATCH} {arguments}",
+                                          user=user)
+            assert code == 0, out
+            submitted = out.strip().splitlines()[-1].split(";")[0]
+        self.id = submitted
         self.output = f"/home/{user}/tf29-job-{self.id}.out"
 
     def show(self) -> dict[str, str]:
@@ -89,12 +115,44 @@ def jobs_of(cluster: Cluster, user: str) -> str:
     return cluster.login.run(f"ls -A /home/{user}/work/jobs 2>/dev/null || true")[1]
 
 
+@dataclass
+class Typed:
+    """docs/hpc.md's sbatch lines as bob typed them: the notebook's job and the script's."""
+
+    notebook: BatchJob
+    script: BatchJob
+
+
 @pytest.fixture(scope="module", autouse=True)
-def long_run(cluster: Cluster) -> BatchJob:
-    """bob's run of 1000 epochs, submitted before this module's other tests so that it trains while
-    they run; the module's last test cancels it."""
-    return BatchJob(cluster, "bob", f"--nodelist=node2 {OPTIONS}",
-                    f"{SIF} {NOTEBOOK} -p EPOCHS 1000 -p STEPS_PER_EPOCH 5 -p EPOCH_PAUSE 2")
+def typed(cluster: Cluster) -> Typed:
+    """bob's jobs from docs/hpc.md's lines, submitted before this module's other tests: the notebook
+    trains while they run (the module's last test cancels it), the script runs on the gpu partition."""
+    login = cluster.login
+    code, quickstart = login.run(f"cd && apptainer exec {DOC_SIF} cat {NOTEBOOK}", user="bob")
+    assert code == 0, quickstart
+    notebook = json.loads(quickstart)
+    [parameters] = [cell for cell in notebook["cells"] if "parameters" in cell.get("metadata", {}).get("tags", [])]
+    parameters["source"] = "".join(parameters["source"]) + PAUSED
+    login.write("/home/bob/work/train.ipynb", json.dumps(notebook), user="bob")
+    login.write("/home/bob/work/train.py", TRAIN_PY, user="bob")
+    [(block, _, plan)] = [found for found in docblocks.with_plans(BLOCKS, PLANS) if found[1][1].startswith("sbatch")]
+    said = docblocks.run_block(block, login.typist("bob"), plan)
+    return Typed(*(BatchJob(cluster, "bob", submitted=hpc.submitted(said, index)) for index in (0, 1)))
+
+
+@pytest.fixture
+def long_run(typed: Typed) -> BatchJob:
+    return typed.notebook
+
+
+def test_the_docs_script_line_runs_on_the_gpu_node_with_nv(typed: Typed) -> None:
+    script = typed.script
+    fields = script.ended(timeout=180)
+    assert (fields["JobState"], fields["ExitCode"]) == ("COMPLETED", "0:0"), script.text()[-3000:]
+    text = script.text()
+    assert (f"tf29-job: Slurm job {script.id} on node1: running /home/bob/work/train.py from {DOC_SIF} with --nv"
+            in text), text
+    assert "train.py was given ['--lr', '0.001']" in text, text
 
 
 @pytest.mark.parametrize(("environment", "arguments", "line"), [
@@ -166,11 +224,18 @@ def test_a_scancel_is_not_requeued_and_sbatch_resume_goes_on(cluster: Cluster, l
     from its checkpoint in a new Slurm job."""
     job_id, folder = long_run.job()
     long_run.wait_for(r"^Epoch 3/", timeout=300)
+    # docs/hpc.md's lines from the login node, typed by bob while it trains.
+    [(block, _, plan)] = [found for found in docblocks.with_plans(BLOCKS, PLANS) if found[1][1] == "squeue --me"]
+    said = docblocks.run_block(block, cluster.login.typist("bob", stop_when=lambda said: bool(EPOCH.search(said))),
+                               plan).split("\n$ ")
+    assert re.search(rf"^\s*{long_run.id}\s.* R\s", said[0], re.M), said[0]
+    assert RUNNING.findall(said[1]) == [job_id], said[1]
+    assert EPOCH.search(said[2]), said[2][-3000:]
     assert cluster.login.run(f"scancel {long_run.id}", user="bob")[0] == 0
     fields = long_run.ended(timeout=90)
     assert (fields["JobState"], fields["Restarts"]) == ("CANCELLED", "0"), fields
     long_run.wait_for(rf"^tf29-job: Slurm job {long_run.id} is [A-Z]+ \(scancel\?\): job {job_id} not requeued; "
-                      rf"continue it with: sbatch job.sbatch {SIF} resume {job_id}$", timeout=30)
+                      rf"continue it with: sbatch job.sbatch {DOC_SIF} resume {job_id}$", timeout=30)
     assert cluster.login.run("squeue -h -u bob")[1].strip() == ""
     listed = {entry["id"]: entry for entry in json.loads(long_run.image("job list --json"))}
     assert listed[job_id]["state"] == "stopped", listed[job_id]
@@ -182,7 +247,7 @@ def test_a_scancel_is_not_requeued_and_sbatch_resume_goes_on(cluster: Cluster, l
     try:
         again.wait_for(rf"^tf29-job: Slurm job {again.id} on node2: resuming job {job_id} from {SIF}$", timeout=60)
         assert again.job() == (job_id, folder)
-        first = again.wait_for(r"^Epoch (\d+)/1000$", timeout=300)
+        first = again.wait_for(r"^Epoch (\d+)/200$", timeout=300)
         assert int(first.group(1)) == int(saved.group(1)) + 1, again.text()[-3000:]
     finally:
         cluster.login.run(f"scancel {again.id}", user="bob")

@@ -4,7 +4,10 @@ and Apptainer), submitted by the users themselves. The job reaches RUNNING, writ
 into its output (made private), JupyterLab answers on the node with its token (403 without), the
 tunnel line works as printed through the login machine's sshd, a second user's job on the node gets
 another port, scancel and the time limit end it cleanly with the work kept, srun runs the SIF, and
-bad input is one line with no job left running."""
+bad input is one line with no job left running. docs/hpc.md's lines for sbatch and srun are typed as
+written by alice in her home (the SIF at ~/tf29-env.sif, deploy/slurm as in a checkout): the rig's gpu
+partition schedules node1's GPU (tests/hpc/cluster.py) without a GPU behind it, so its lines show that
+such a job starts there with --nv."""
 
 import re
 import subprocess
@@ -13,8 +16,9 @@ from pathlib import Path
 import pytest
 import requests
 
-from testkit import hpc
+from testkit import docblocks, hpc
 from testkit.containers import LOOPBACK
+from testkit.docblocks import Plan
 from testkit.jupyter import api_status
 from testkit.net import free_host_port
 from testkit.ssh import KeyPair
@@ -25,16 +29,41 @@ SIF = f"/shared/{hpc.SIF_NAME}"
 SBATCH = "/opt/tf29-env-slurm/jupyter.sbatch"
 TUNNEL = re.compile(r"^tf29-env: JupyterLab listens on (\S+):(\d+)\. On your laptop run: (ssh -N -L .+)$", re.M)
 TOKEN = re.compile(r"^tf29-env: then open http://localhost:8888/lab\?token=([0-9a-f]{48})$", re.M)
+BLOCKS = docblocks.blocks_for(__file__)
+PLANS = {
+    # The reader repeats squeue until both jobs are R, then cat until the URL is there.
+    ("docs/hpc.md", "sbatch deploy/slurm/jupyter.sbatch"): Plan(
+        placeholders={"JOBID": hpc.submitted}, waits=("squeue --me", "cat tf29-jupyter-"), wait_seconds=240),
+    ("docs/hpc.md", "srun --partition=gpu"): Plan(),
+}
+
+
+def all_running(squeue: str) -> bool:
+    """Whether `squeue`'s table lists jobs, each in state R."""
+    rows = [line.split() for line in squeue.strip().splitlines()[1:]]
+    return bool(rows) and all(len(row) > 4 and row[4] == "R" for row in rows)
+
+
+def typed(cluster: Cluster, user: str, first: str) -> str:
+    """The transcript of docs/hpc.md's block that starts with FIRST, typed by USER in their home."""
+    [(block, _, plan)] = [found for found in docblocks.with_plans(BLOCKS, PLANS) if found[1][1] == first]
+    execute = hpc.answering(cluster.login.typist(user), {"squeue --me": all_running,
+                                                         "cat tf29-jupyter-": lambda text: bool(TOKEN.search(text))})
+    return docblocks.run_block(block, execute, plan)
 
 
 class Job:
-    """A job submitted with `sbatch OPTIONS jupyter.sbatch SIF` by USER in their home."""
+    """A job submitted with `sbatch OPTIONS jupyter.sbatch SIF` by USER in their home (or, SUBMITTED,
+    the one of that id USER submitted)."""
 
-    def __init__(self, cluster: Cluster, user: str, options: str, sif: str = SIF) -> None:
+    def __init__(self, cluster: Cluster, user: str, options: str = "", sif: str = SIF, *,
+                 submitted: str | None = None) -> None:
         self.cluster, self.user = cluster, user
-        code, out = cluster.login.run(f"cd && sbatch --parsable {options} {SBATCH} {sif}", user=user)
-        assert code == 0, out
-        self.id = out.strip().splitlines()[-1].split(";")[0]
+        if submitted is None:
+            code, out = cluster.login.run(f"cd && sbatch --parsable {options} {SBATCH} {sif}", user=user)
+            assert code == 0, out
+            submitted = out.strip().splitlines()[-1].split(";")[0]
+        self.id = submitted
         self.output = f"/home/{user}/tf29-jupyter-{self.id}.out"
 
     def state(self) -> str:
@@ -92,19 +121,31 @@ def timed_job(cluster: Cluster) -> Job:
 
 def test_a_job_serves_jupyterlab_and_scancel_ends_it_with_the_work_kept(cluster: Cluster, keypair: KeyPair,
                                                                           tmp_path: Path) -> None:
-    job = Job(cluster, "alice", "--partition=cpu --nodelist=node1 --time=00:30:00 --mem=1G --cpus-per-task=1")
+    """docs/hpc.md's two sbatch lines, squeue until both run, cat until the URL is there; then the first
+    job (the script's defaults) as the reader uses it, and the second started on the gpu partition's
+    node with --nv."""
+    said = typed(cluster, "alice", "sbatch deploy/slurm/jupyter.sbatch")
+    job, gpu = (Job(cluster, "alice", submitted=hpc.submitted(said, index)) for index in (0, 1))
+    try:
+        assert f"tf29-jupyter: job {gpu.id} on node1: starting /home/alice/{hpc.SIF_NAME} with --nv" in gpu.text(), \
+            gpu.text()
+    finally:
+        cluster.login.run(f"scancel {gpu.id}", user="alice")
+    assert gpu.ended() == "CANCELLED"
     node, port, command, token = job.tunnel()
-    assert (node, port, command) == ("node1", 8888, "ssh -N -L 8888:node1:8888 alice@login")
+    assert node in ("node1", "node2") and port in (8888, 8889), (node, port)  # bob's timed job may be on node2
+    assert command == f"ssh -N -L 8888:{node}:{port} alice@login"
+    assert f"tf29-env: then open http://localhost:8888/lab?token={token}" in said, said[-3000:]
     code, mode = cluster.login.run(f"stat -c '%a %U' {job.output}")
     assert (code, mode.strip()) == (0, "600 alice")
-    published = cluster.machines["node1"].ports[8888]
+    published = cluster.machines[node].ports[port]
     assert api_status(published) == 403
     assert api_status(published, token) == 200
     # The line works as printed, with the login machine's published sshd for LOGIN-HOST and a free
     # local port for 8888.
     local = free_host_port()
     tunnel = subprocess.Popen(
-        ["ssh", "-N", "-L", f"{LOOPBACK}:{local}:node1:{port}", "-p", str(cluster.login.ports[22]), "-i",
+        ["ssh", "-N", "-L", f"{LOOPBACK}:{local}:{node}:{port}", "-p", str(cluster.login.ports[22]), "-i",
          str(keypair.private), "-o", "StrictHostKeyChecking=no", "-o", f"UserKnownHostsFile={tmp_path}/known",
          "-o", "BatchMode=yes", "-o", "ExitOnForwardFailure=yes", f"alice@{LOOPBACK}"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -122,6 +163,7 @@ def test_a_job_serves_jupyterlab_and_scancel_ends_it_with_the_work_kept(cluster:
     wait_until(lambda: "stopping (signal received)" in job.text(), timeout=30, what="the server's stop")
     assert cluster.login.read("/home/alice/work/kept.txt") == "kept"
     assert_nothing_left(cluster, "node1", "alice")
+    assert_nothing_left(cluster, "node2", "alice")
 
 
 def test_a_second_users_job_on_the_node_gets_another_port(cluster: Cluster) -> None:
@@ -140,10 +182,12 @@ def test_a_second_users_job_on_the_node_gets_another_port(cluster: Cluster) -> N
 
 
 def test_srun_runs_the_sif_on_a_node(cluster: Cluster) -> None:
-    probe = "import tensorflow as tf, socket; print(tf.__version__, socket.gethostname())"
-    code, out = cluster.login.run(f"srun --partition=cpu --time=5 --mem=1G apptainer exec {SIF} python -c '{probe}'",
-                                  user="alice")
-    assert code == 0 and re.search(r"^2\.9\.3 node[12]$", out, re.M), out
+    """docs/hpc.md's srun lines: a shell in the SIF on the gpu partition's node (typed without a
+    terminal, srun says it disregards --pty, and the shell ends with its input), and TensorFlow's
+    version from a node of the cpu partition."""
+    said = typed(cluster, "alice", "srun --partition=gpu")
+    _, version = said.split("\n$ ")
+    assert re.search(r"^2\.9\.3$", version, re.M), said[-3000:]
 
 
 def test_no_sif_at_the_path_is_one_line_and_no_job_is_left(cluster: Cluster) -> None:
