@@ -33,7 +33,7 @@ BACKUP_KEEP ?= 3
 UPGRADE_TIMEOUT ?= 300
 UPGRADE = $(PY) -m compose.upgrade --container '$(CONTAINER)' --backup-dir '$(BACKUP_DIR)' --timeout '$(UPGRADE_TIMEOUT)'
 
-.PHONY: help venv base build run stop upgrade rollback gpus test lint bench clean screenshots
+.PHONY: help venv base build run stop upgrade rollback gpus test lint bench clean screenshots kit
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -94,6 +94,12 @@ bench: $(VENV)/.done ## measure size, build, start-up and self-check times; BENC
 clean: ## stop and remove the tf29-env container, build output and caches (images and volumes stay)
 	{ docker stop $(CONTAINER) >/dev/null 2>&1 || true; } && { docker rm -f $(CONTAINER) >/dev/null 2>&1 || true; }
 	rm -rf build-output .pytest_cache .mypy_cache .ruff_cache
+
+# `make kit`: the install kit for a box with no internet (docs/kit.md) goes to KIT, a new folder; IMAGE given
+# on the command line is put in as it is, else the last build of VARIANT.
+KIT ?= tf29-env-kit-$(VARIANT)
+kit: $(VENV)/.done ## write the install kit for a box with no internet: image, project, wheels, npm cache, install.sh (KIT=DIR; docs/kit.md)
+	$(PY) build.py kit --output '$(KIT)' $(if $(filter command line,$(origin IMAGE)),--image '$(IMAGE)',--variant $(VARIANT))
 
 screenshots: build hub-venv hub-proxy ## build the image, then take the docs' pictures from a real run (docs/img/*.png, scripts/screenshots.py)
 	$(PY) -m scripts.screenshots --image $(IMAGE)

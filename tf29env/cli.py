@@ -1,4 +1,4 @@
-"""build.py's command line: base, build, test, push, size, audit, export. Every failure is one line on stderr
+"""build.py's command line: base, build, test, push, size, audit, export, kit. Every failure is one line on stderr
 (a failed build step adds its last lines) and an exit code from docs/build.md; tracebacks are bugs."""
 
 import argparse
@@ -48,6 +48,16 @@ def add_export(sub: "argparse._SubParsersAction[Parser]") -> None:
                      help="also make the SIF: auto (where apptainer or singularity is installed), yes, no "
                           "(default: auto)")
     add_common(exp)
+
+
+def add_kit(sub: "argparse._SubParsersAction[Parser]") -> None:
+    kit = sub.add_parser("kit", help="write an install kit for a box with no internet: the image archive, the "
+                                     "project's files, wheels, the hub proxy's npm cache, SBOMs, install.sh, "
+                                     "SHA256SUMS (docs/kit.md)")
+    kit.add_argument("--output", type=Path, required=True, metavar="DIR", help="the kit's folder (must be new)")
+    kit.add_argument("--image", help="image to put in the kit (default: the last build's, see --variant)")
+    add_variant(kit, "use the last build of this variant", default=None)
+    add_common(kit, json_flag=False)
 
 
 def add_archive_mirror(parser: argparse.ArgumentParser) -> None:
@@ -147,6 +157,7 @@ def make_parser() -> Parser:
     add_common(size)
 
     add_export(sub)
+    add_kit(sub)
     add_audit(sub)
     return parser
 

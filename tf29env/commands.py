@@ -22,7 +22,7 @@ from tf29env.imagebuild import standin
 from tf29env.imagebuild.network import NetworkInputs
 from tf29env.pipeline import BuildRequest, BuildResult, build, source_date
 from tf29env.progress import Progress
-from tf29env.release import export, manifest, push, sizegate, tags
+from tf29env.release import export, kit, manifest, push, sizegate, tags
 from tf29env.release.verify import verify
 from tf29env.supplychain import licenses, sbom, support, vulns
 
@@ -233,6 +233,16 @@ def cmd_export(args: argparse.Namespace) -> int:
         print(f"{done.archive} ({manifest.human_size(done.size)}, sha256 {done.sha256})", flush=True)
         if done.sif:
             print(done.sif, flush=True)
+    return 0
+
+
+def cmd_kit(args: argparse.Namespace) -> int:
+    kit.check_output(args.output)  # before the engine is asked anything
+    image, _ = chosen_image(args)
+    log = logger(args)
+    made = kit.make(engine.connect(), image, args.output, args.output_dir, log)
+    log(f"kit of {made.record['image']} in {made.folder}: carry the folder, then run its install.sh (docs/kit.md)")
+    print(kit.summary(made), flush=True)
     return 0
 
 
