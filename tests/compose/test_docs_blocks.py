@@ -1,7 +1,8 @@
 """docs/team.md's "From zero to two environments", typed as written in a fresh copy of the project on
 a box without GPUs (the COMPOSE_FILE its step 2 says to set, given in the environment): the examples
 removed, dana added from her host account's key (the account is made here and removed after), eli
-with his key file and ids, `make up` and `make ps`; then the lines that tell each member where to go.
+with his key file and ids, `make up` and `make ps`; then the lines that tell each member where to go;
+then "A GPU memory budget per member": fay added with one, dana's set, `make up` again.
 The image is the one under test (TF29ENV_IMAGE, as .env names it)."""
 
 import pwd
@@ -45,10 +46,13 @@ def test_from_zero_to_two_environments_as_typed(docker_client: DockerClient, ima
     shutil.copy(f"{other_keypair.private}.pub", copy / "eli.pub")  # the key eli sent
     team = Team(docker_client, copy, image, "docker compose")
     team.env["COMPOSE_FILE"] = "docker-compose.yml"  # step 2's change on a box without GPUs
-    plans = {("docs/team.md", "cp .env.example .env"): Plan(), ("docs/team.md", 'echo "http://'): Plan()}
+    shutil.copy(f"{keypair.private}.pub", copy / "fay.pub")  # the key fay sent
+    budget = "python3 compose/member.py add fay"
+    plans = {("docs/team.md", "cp .env.example .env"): Plan(), ("docs/team.md", 'echo "http://'): Plan(),
+             ("docs/team.md", budget): Plan()}
     try:
         said = {key[1]: docblocks.run_block(block, docblocks.bash(copy, team.env), plan)
-                for block, key, plan in docblocks.with_plans(BLOCKS, plans)}
+                for block, key, plan in docblocks.with_plans(BLOCKS, plans) if key[1] != budget}
         started = sorted(c.labels["com.docker.compose.service"] for c in team.containers())
         assert started == ["dana", "eli"], said["cp .env.example .env"][-3000:]
         urls = dict(re.findall(r"^(\w+): JupyterLab (http://localhost:\d+/lab\?token=[0-9a-f]{48})$",
@@ -63,5 +67,15 @@ def test_from_zero_to_two_environments_as_typed(docker_client: DockerClient, ima
         assert code == 0 and out.splitlines()[-1] == str(pwd.getpwnam(ACCOUNT).pw_uid), out
         # What the admin hands dana: her own token in the URL, the SSH port the doc says.
         assert f"lab?token={team.token('dana')}" in said['echo "http://'], said['echo "http://']
+
+        # "A GPU memory budget per member": fay joins with one, dana's is set, make up recreates her.
+        (block, _, plan), = [entry for entry in docblocks.with_plans(BLOCKS, plans) if entry[1][1] == budget]
+        typed = docblocks.run_block(block, docblocks.bash(copy, team.env), plan)
+        budgets = {}
+        for container in team.containers():
+            container.reload()
+            variables = dict(line.split("=", 1) for line in container.attrs["Config"]["Env"])
+            budgets[container.labels["com.docker.compose.service"]] = variables.get("GPU_MEMORY_LIMIT_MB")
+        assert budgets == {"dana": "12288", "eli": None, "fay": "8192"}, typed[-3000:]
     finally:
         team.remove_everything()
