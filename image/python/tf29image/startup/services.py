@@ -176,16 +176,21 @@ def plan_certificate(settings: Settings, mode: Mode, system: System) -> None:
     for name, path in (("JUPYTER_CERT_FILE", cert), ("JUPYTER_KEY_FILE", key)):
         if not path.startswith("/"):
             raise Refused(f"{name}='{path}' must be an absolute path in the container")
-        found = system.file_size(path)
-        if found is not None and found > FILE_LIMITS[name]:
-            raise Refused(f"{name}={path}: the file is {found} bytes; at most {FILE_LIMITS[name]}")
-        text = system.read_file(path)
-        if text is None:
-            raise Refused(f"{name}={path}: no such readable file (mount it, e.g. as a secret)")
-        texts.append(text)
+        texts.append(read_file_setting(name, path, system, " (mount it, e.g. as a secret)"))
     problem = tls.pem_problem(texts[0], texts[1], cert, key) or system.certificate_problem(cert, key)
     if problem:
         raise Refused(problem)
+
+
+def read_file_setting(name: str, path: str, system: System, hint: str = "") -> str:
+    """The text of the file a *_FILE setting names, within its size limit (FILE_LIMITS)."""
+    found = system.file_size(path)
+    if found is not None and found > FILE_LIMITS[name]:
+        raise Refused(f"{name}={path}: the file is {found} bytes; at most {FILE_LIMITS[name]}")
+    text = system.read_file(path)
+    if text is None:
+        raise Refused(f"{name}={path}: no such readable file{hint}")
+    return text
 
 
 def read_secret(name: str, value: str, file_name: str, path: str, system: System) -> str:
@@ -194,13 +199,7 @@ def read_secret(name: str, value: str, file_name: str, path: str, system: System
         return value
     if value:
         raise Refused(f"{name} and {file_name} are both set: set one")
-    found = system.file_size(path)
-    if found is not None and found > FILE_LIMITS[file_name]:
-        raise Refused(f"{file_name}={path}: the file is {found} bytes; at most {FILE_LIMITS[file_name]}")
-    content = system.read_file(path)
-    if content is None:
-        raise Refused(f"{file_name}={path}: no such readable file")
-    content = content.replace("\0", "").rstrip("\n")
+    content = read_file_setting(file_name, path, system).replace("\0", "").rstrip("\n")
     if not content.strip():
         raise Refused(f"{file_name}={path}: the file is empty")
     return content
