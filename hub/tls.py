@@ -1,22 +1,22 @@
 """HTTPS for the team hub (docs/hub.md, "HTTPS"): the admin's certificate and key (HUB_SSL_CERT,
 HUB_SSL_KEY), or one the hub makes at its first start and keeps in its state folder, handed to the
-proxy, which is what users reach. Certificates are read with the openssl command line, so this
-module stays standard library only, like settings."""
+proxy, which is what users reach. The pair is checked by compose/certs.py, as compose's is, and made
+with the openssl command line: standard library only, like settings."""
 
 from __future__ import annotations
 
 import ipaddress
-import os
 import socket
 import subprocess
 from pathlib import Path
+
+from compose import certs
 
 # HUB_TLS: auto (the admin's pair, else a made one beyond loopback, else plain HTTP), self-signed
 # (a made one even on loopback), off (plain HTTP: a TLS proxy in front does HTTPS).
 TLS_AUTO, TLS_SELF_SIGNED, TLS_OFF = "auto", "self-signed", "off"
 TLS_MODES = (TLS_AUTO, TLS_SELF_SIGNED, TLS_OFF)
 SELF_SIGNED_DAYS = 3650
-OPENSSL_TIMEOUT = 60
 
 
 class TlsError(Exception):
@@ -35,19 +35,11 @@ def is_loopback(address: str) -> bool:
     return address == "localhost" or ipaddress.ip_address(address).is_loopback
 
 
-def _openssl(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def _openssl(*args: str) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run(["openssl", *args], input=stdin, capture_output=True, text=True,
-                              timeout=OPENSSL_TIMEOUT, check=False)
-    except FileNotFoundError:
-        raise TlsError("openssl is not on this host: install it (apt-get install openssl)") from None
-
-
-def _public_key(args: list[str], what: str) -> str:
-    done = _openssl(*args)
-    if done.returncode != 0:
-        raise TlsError(f"{what} cannot be read as PEM ({_reason(done.stderr)})")
-    return done.stdout
+        return certs.openssl(*args)
+    except certs.PairError as exc:
+        raise TlsError(str(exc)) from None
 
 
 def _reason(stderr: str) -> str:
@@ -56,18 +48,11 @@ def _reason(stderr: str) -> str:
 
 
 def check_pair(cert: Path, key: Path, cert_name: str = "HUB_SSL_CERT", key_name: str = "HUB_SSL_KEY") -> None:
-    """TlsError unless CERT and KEY are readable PEM files, the key is the certificate's, and the
-    certificate is valid now (not yet expired)."""
-    for name, path in ((cert_name, cert), (key_name, key)):
-        if not path.is_file() or not os.access(path, os.R_OK):
-            raise TlsError(f"{name}={path} is not a readable file")
-    cert_key = _public_key(["x509", "-in", str(cert), "-noout", "-pubkey"], f"{cert_name}={cert}")
-    key_key = _public_key(["pkey", "-in", str(key), "-pubout"], f"{key_name}={key}")
-    if cert_key != key_key:
-        raise TlsError(f"{key_name}={key} is not the key of {cert_name}={cert}")
-    if _openssl("x509", "-in", str(cert), "-noout", "-checkend", "0").returncode != 0:
-        end = _openssl("x509", "-in", str(cert), "-noout", "-enddate").stdout.strip().removeprefix("notAfter=")
-        raise TlsError(f"{cert_name}={cert} has expired ({end}): renew it")
+    """TlsError unless CERT and KEY can serve (compose/certs.py: the check compose makes too)."""
+    try:
+        certs.check_pair(cert, key, cert_name, key_name)
+    except certs.PairError as exc:
+        raise TlsError(str(exc)) from None
 
 
 def fingerprint(cert: Path) -> str:

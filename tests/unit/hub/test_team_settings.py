@@ -118,7 +118,7 @@ def test_bad_pairs_refused(tmp_path: Path) -> None:
     one_line_error({"HUB_SSL_CERT": cert, "HUB_SSL_KEY": str(other.key)},
                    f"HUB_SSL_KEY={other.key} is not the key of HUB_SSL_CERT={cert}")
     one_line_error({"HUB_SSL_CERT": str(expired.cert), "HUB_SSL_KEY": str(expired.key)}, "has expired", "renew")
-    one_line_error({"HUB_SSL_CERT": str(tmp_path / "none.pem"), "HUB_SSL_KEY": key}, "is not a readable file")
+    one_line_error({"HUB_SSL_CERT": str(tmp_path / "none.pem"), "HUB_SSL_KEY": key}, "cannot read it")
     one_line_error({"HUB_SSL_CERT": str(garbage), "HUB_SSL_KEY": key}, "HUB_SSL_CERT=", "cannot be read as PEM")
     one_line_error({"HUB_SSL_CERT": cert, "HUB_SSL_KEY": key, "HUB_TLS": "off"}, "HUB_TLS=off and HUB_SSL_CERT")
     one_line_error({"HUB_TLS": "yes"}, "HUB_TLS='yes' is not one of auto, self-signed, off")
