@@ -18,13 +18,22 @@ Settings (environment variables of the hub's process):
   TF29_HUB_STOP_GRACE_SECONDS   the servers' STOP_GRACE_SECONDS: what a stop gives running jobs and busy
                       kernels to checkpoint (default 30); Slurm signals the server this long and 30 s
                       more before its time limit
+  HUB_TEAM_DATA       a folder the login node and the compute nodes share (e.g. /shared/datasets): the
+                      team's data, read-only at ~/data in every server (the team hub's setting, hub/)
+  HUB_GPU_MEMORY_MB   the MiB TensorFlow may take of each GPU in a GPU profile's servers (their
+                      GPU_MEMORY_LIMIT_MB): `8192` for every GPU profile, `gpu=8192` for one, or both
+A bad setting (slurmhub.py checks them) is one line, and the hub does not start.
 """
 
-import json
+import html
+import importlib.util
 import os
-import re
+import shlex
 import socket
+import sys
 import sysconfig
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import batchspawner  # registers /hub/api/batchspawner, where the servers report their port
@@ -32,6 +41,20 @@ from tornado import web
 from traitlets import Unicode
 
 c = get_config()  # type: ignore[name-defined]  # noqa: F821 - JupyterHub's config loader provides it
+HERE = Path(__file__).resolve().parent
+
+
+def load_beside(name: str) -> ModuleType:
+    """A module from this folder: the config loader runs this file by path, with no package around it."""
+    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+slurmhub = load_beside("slurmhub")
 
 # One profile per partition: what the job asks Slurm for. "gres" empty: no GPU, no --nv.
 PROFILES: dict[str, dict[str, str]] = {
@@ -40,26 +63,20 @@ PROFILES: dict[str, dict[str, str]] = {
     "gpu": {"title": "1 GPU (partition gpu)", "partition": "gpu", "gres": "gpu:1", "runtime": "08:00:00",
             "memory": "32G", "nprocs": "8"},
 }
-if os.environ.get("TF29_HUB_PROFILES"):
-    PROFILES = json.loads(os.environ["TF29_HUB_PROFILES"])
-DEFAULT_PROFILE = next(iter(PROFILES))
 SIF = os.environ.get("TF29_HUB_SIF", "/shared/tf29-env.sif")
 STATE = os.environ.get("TF29_HUB_STATE_DIR", "/var/lib/tf29-hub")
 
-
-def seconds(name: str, default: int, least: int, most: int) -> int:
-    """A setting in seconds; a bad one stops the hub with one line (the image would refuse it per server)."""
-    text = os.environ.get(name) or str(default)
-    if not re.fullmatch(r"[0-9]{1,7}", text) or not least <= int(text) <= most:
-        raise SystemExit(f"tf29-hub: {name}={text!r} must be a number of seconds from {least} to {most}")
-    return int(text)
-
-
-# The team's defaults; the most each one may be is the image's own (image/python/tf29image/startup/plan.py).
-KERNEL_IDLE_TIMEOUT = seconds("TF29_HUB_KERNEL_IDLE_TIMEOUT", 3600, 0, 604800)
-STOP_GRACE_SECONDS = seconds("TF29_HUB_STOP_GRACE_SECONDS", 30, 1, 3600)
+try:
+    if os.environ.get("TF29_HUB_PROFILES"):
+        PROFILES = slurmhub.profiles("TF29_HUB_PROFILES", os.environ["TF29_HUB_PROFILES"], PROFILES["gpu"])
+    SETTINGS = slurmhub.load(os.environ, PROFILES)
+    # jupyter.sbatch's lines for TEAM_DATA and GPU_MEMORY_LIMIT_MB, run by every server's job as by its own.
+    TEAM_LINES = slurmhub.team_lines((HERE.parent / "jupyter.sbatch").read_text())
+except (slurmhub.SettingError, OSError) as exc:
+    raise SystemExit(f"tf29-hub: {exc}") from None
+DEFAULT_PROFILE = next(iter(PROFILES))
 # Slurm's TERM this long before the time limit: the grace, then 30 s for the services to stop.
-SIGNAL_BEFORE_LIMIT = STOP_GRACE_SECONDS + 30
+SIGNAL_BEFORE_LIMIT = SETTINGS.stop_grace + 30
 
 BATCH_SCRIPT = """#!/bin/bash
 #SBATCH --output={{homedir}}/tf29-hub-%j.log
@@ -75,7 +92,15 @@ BATCH_SCRIPT = """#!/bin/bash
 {% endif %}
 set -euo pipefail
 umask 077
-exec apptainer run {% if gres %}--nv {% endif %}{{sif}} {{cmd}}
+die() {
+  printf 'tf29-hub: ERROR: %s\\n' "$*" >&2
+  exit 2
+}
+# The hub's HUB_TEAM_DATA and this profile's budget (HUB_GPU_MEMORY_MB); "": none.
+TEAM_DATA={{team_data}}
+GPU_MEMORY_LIMIT_MB={{gpu_memory_mb}}
+args=()
+{% raw %}""" + TEAM_LINES + """{% endraw %}exec apptainer run {% if gres %}--nv {% endif %}"${args[@]}" {{sif}} {{cmd}}
 """
 
 
@@ -85,16 +110,21 @@ class TF29SlurmSpawner(batchspawner.SlurmSpawner):  # type: ignore[misc]
 
     req_sif = Unicode(SIF, help="The SIF on the compute nodes").tag(config=True)
 
-    def profile(self) -> dict[str, str]:
+    def profile_name(self) -> str:
         name = str((self.user_options or {}).get("profile") or DEFAULT_PROFILE)
         if name not in PROFILES:
             raise web.HTTPError(400, f"unknown profile {name!r}: choose one of {', '.join(PROFILES)}")
-        return PROFILES[name]
+        return name
+
+    def profile(self) -> dict[str, str]:
+        return PROFILES[self.profile_name()]
 
     def get_req_subvars(self) -> dict[str, Any]:
         subvars = dict(super().get_req_subvars())
         subvars.update({key: value for key, value in self.profile().items() if key != "title"})
         subvars["signal_before_limit"] = SIGNAL_BEFORE_LIMIT
+        subvars["team_data"] = shlex.quote(SETTINGS.team_data)
+        subvars["gpu_memory_mb"] = SETTINGS.gpu_memory.get(self.profile_name(), "")
         return subvars
 
     async def start(self) -> Any:
@@ -102,8 +132,14 @@ class TF29SlurmSpawner(batchspawner.SlurmSpawner):  # type: ignore[misc]
         return await super().start()
 
 
+def title(name: str) -> str:
+    """What the spawn form says of a profile: its title, and its GPU memory budget."""
+    budget = SETTINGS.gpu_memory.get(name)
+    return PROFILES[name]["title"] + (f" (TensorFlow takes at most {budget} MiB of each GPU)" if budget else "")
+
+
 def options_form(spawner: TF29SlurmSpawner) -> str:
-    options = "".join(f'<option value="{name}">{profile["title"]}</option>' for name, profile in PROFILES.items())
+    options = "".join(f'<option value="{html.escape(name)}">{html.escape(title(name))}</option>' for name in PROFILES)
     return f'<label for="profile">Profile</label><select name="profile" id="profile">{options}</select>'
 
 
@@ -115,8 +151,8 @@ c.JupyterHub.spawner_class = TF29SlurmSpawner
 c.TF29SlurmSpawner.batch_script = BATCH_SCRIPT
 c.TF29SlurmSpawner.batchspawner_singleuser_cmd = ""
 # Passed on to the job by name (batchspawner's keepvars: --export), and by Apptainer into the image.
-c.TF29SlurmSpawner.environment = {"KERNEL_IDLE_TIMEOUT": str(KERNEL_IDLE_TIMEOUT),
-                                  "STOP_GRACE_SECONDS": str(STOP_GRACE_SECONDS)}
+c.TF29SlurmSpawner.environment = {"KERNEL_IDLE_TIMEOUT": str(SETTINGS.kernel_idle),
+                                  "STOP_GRACE_SECONDS": str(SETTINGS.stop_grace)}
 c.TF29SlurmSpawner.options_form = options_form
 c.TF29SlurmSpawner.options_from_form = options_from_form
 # A queued job may wait for a node; the server inside starts in seconds once it runs.
