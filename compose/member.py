@@ -43,6 +43,8 @@ KEY_TYPES = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-", "sk-ssh-ed25519@openssh.co
 FIRST_JUPYTER_PORT = 8801
 FIRST_SSH_PORT = 2201
 VOLUMES = ("work", "cuda-cache", "ssh-host-keys", "local")
+# The line of a member's volumes that mounts the team's shared folder (compose/teamenv.py checks for it).
+TEAM_SHARED_LINE = "      - *team-shared"
 # The image's setting that caps what TensorFlow takes of each visible GPU, in MiB.
 BUDGET = "GPU_MEMORY_LIMIT_MB"
 # Each GPU's total memory in MiB, by index and UUID (a member's device_ids name either).
@@ -85,6 +87,7 @@ def service_block(m: Member) -> list[str]:
         f"      - {m.name}-local:/home/jovyan/.local",
         "      - *start-hooks",
         "      - *team-data",
+        TEAM_SHARED_LINE,
         "      - *tls-cert",
         "      - *tls-key",
         "    secrets:",

@@ -74,8 +74,9 @@ def extra_networks(container: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 def named_volumes(container: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(volume name, where it is mounted) of each named volume: what a snapshot keeps. Bind mounts are
-    the host's folders (not the environment's to copy), anonymous volumes go with the container, and
-    read-only ones (the team's data, docker-compose.yml's team-data) are shared, not the environment's."""
+    the host's folders (not the environment's to copy: the team's ~/shared is one, which a rollback must
+    not put back over the others' work), anonymous volumes go with the container, and read-only ones
+    (the team's data, docker-compose.yml's team-data) are shared, not the environment's."""
     found = []
     for mount in container.get("Mounts") or []:
         if mount.get("Type") == "volume" and mount.get("Name") and not is_anonymous(mount) and mount.get("RW", True):

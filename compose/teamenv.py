@@ -9,6 +9,9 @@ variables docker-compose.yml reads; `make up` runs it before anything starts and
                       TF29ENV_TLS_KEY (readable, matching each other, not expired).
   TF29ENV_HTTP_ANY    1: plain HTTP on TF29ENV_BIND_ADDRESS too; otherwise, with TLS off, the members'
                       Jupyter ports are published on 127.0.0.1 only (SSH's stay on TF29ENV_BIND_ADDRESS).
+  TF29ENV_TEAM_SHARED a host folder (empty: none): every member's ~/shared, writable for the folder's group,
+                      which every member joins (the image's TEAM_GID). Its group must be able to write it;
+                      TF29ENV_TEAM_GID, where given, must be that group.
 
 Bad input: one line, exit 2, nothing printed for make to start with. Standard library and the host's
 docker and openssl only: it runs on the host's python3 (3.8 or newer), like member.py.
@@ -19,8 +22,6 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-import shutil
-import ssl
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -28,8 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 if __package__:  # compose.teamenv, as the tests import it
+    from compose import certs, member
     from compose.memlock import read_env_file
 else:  # python3 compose/teamenv.py, as compose.mk runs it: this file's folder is on sys.path
+    import certs  # type: ignore[import-not-found, no-redef]
+    import member  # type: ignore[import-not-found, no-redef]
     from memlock import read_env_file  # type: ignore[import-not-found, no-redef]
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -38,10 +42,12 @@ TLS_MODES = ("off", "self-signed", "team")
 CERT_TARGET = "/etc/tf29-env/tls/cert.pem"
 KEY_TARGET = "/etc/tf29-env/tls/key.pem"
 # .env's settings read here alone (not by compose), with their defaults.
-SETTINGS = {"TF29ENV_TLS": "off", "TF29ENV_TLS_CERT": "", "TF29ENV_TLS_KEY": "", "TF29ENV_HTTP_ANY": "0"}
+SETTINGS = {"TF29ENV_TLS": "off", "TF29ENV_TLS_CERT": "", "TF29ENV_TLS_KEY": "", "TF29ENV_HTTP_ANY": "0",
+            "TF29ENV_TEAM_SHARED": "", "TF29ENV_TEAM_GID": ""}
 # What docker-compose.yml reads that only this script sets (make up exports them): never in .env.
 DERIVED = ("TF29ENV_GEN_CERT", "TF29ENV_JUPYTER_CERT_FILE", "TF29ENV_JUPYTER_KEY_FILE", "TF29ENV_CERT_SOURCE",
-           "TF29ENV_KEY_SOURCE", "TF29ENV_JUPYTER_ADDRESS")
+           "TF29ENV_KEY_SOURCE", "TF29ENV_JUPYTER_ADDRESS", "TF29ENV_TEAM_SHARED_MOUNT", "TF29ENV_TEAM_SHARED_GID")
+SHARED_TARGET = "/home/jovyan/shared"  # where every member has the team's shared folder
 EMPTY_VOLUME = "team-data"  # docker-compose.yml's default TF29ENV_TEAM_DATA: the project's own empty volume
 LOOPBACK = ("127.0.0.1", "::1", "[::1]", "localhost")
 YES = ("1", "yes", "true", "on")
@@ -106,26 +112,60 @@ def team_data(value: str, project: Path) -> dict[str, str]:
     return {"TF29ENV_TEAM_DATA": str(path)}
 
 
-def openssl(*args: str) -> subprocess.CompletedProcess[str]:
-    path = shutil.which("openssl")
-    if path is None:
-        raise SettingError("TF29ENV_TLS=team: openssl is not on this host; it checks the certificate's dates")
-    return subprocess.run([path, *args], capture_output=True, text=True, timeout=60, check=False)
+def team_shared(value: str, gid_given: str, data: str, project: Path) -> tuple[dict[str, str], tuple[str, ...]]:
+    """TF29ENV_TEAM_SHARED as compose gets it: the mount and the members' TEAM_GID (both empty: none, so
+    docker-compose.yml's default mounts nothing there), and a warning where new files would not keep the group."""
+    if not value:
+        if gid_given:
+            raise SettingError(f"TF29ENV_TEAM_GID={gid_given} is set but TF29ENV_TEAM_SHARED is not: set the "
+                               "shared folder too, or remove TF29ENV_TEAM_GID")
+        return {"TF29ENV_TEAM_SHARED_MOUNT": "", "TF29ENV_TEAM_SHARED_GID": ""}, ()
+    path = host_path(value, project) or project / value
+    if not path.is_dir():
+        raise SettingError(f"TF29ENV_TEAM_SHARED={value}: no such folder on this host")
+    path = path.resolve()
+    if ":" in str(path):  # compose's short volume syntax splits at each ':'
+        raise SettingError(f"TF29ENV_TEAM_SHARED={value}: compose cannot mount a path with ':' in it; rename it")
+    if data and path == Path(data).resolve():
+        raise SettingError(f"TF29ENV_TEAM_SHARED and TF29ENV_TEAM_DATA are both {path}: the team's data is "
+                           "read-only, the shared folder writable; give two folders")
+    info = path.stat()
+    gid = info.st_gid
+    fix = f"chgrp GID {path} && chmod 2775 {path}"
+    if gid_given:
+        if not gid_given.isdigit() or not 1 <= int(gid_given) <= 2147483647:
+            raise SettingError(f"TF29ENV_TEAM_GID={gid_given} is not a numeric gid (1-2147483647)")
+        if int(gid_given) != gid:
+            raise SettingError(f"TF29ENV_TEAM_GID={gid_given}, but TF29ENV_TEAM_SHARED={path} belongs to group "
+                               f"{gid}: {fix.replace('GID', str(int(gid_given)), 1)}")
+    if gid == 0:
+        raise SettingError(f"TF29ENV_TEAM_SHARED={path} belongs to group 0 (root), which no member may join: "
+                           f"{fix} (GID: the team's group, e.g. getent group team)")
+    if info.st_mode & 0o030 != 0o030:
+        raise SettingError(f"TF29ENV_TEAM_SHARED={path}: its group {gid} cannot write it (mode "
+                           f"{info.st_mode & 0o7777:o}): {fix.replace('GID', str(gid), 1)}")
+    notes = () if info.st_mode & 0o2000 else (
+        f"tf29-env: WARNING: TF29ENV_TEAM_SHARED={path} has no setgid bit, so new files there get each member's own "
+        f"group and the others cannot change them: chmod g+s {path}",)
+    return {"TF29ENV_TEAM_SHARED_MOUNT": f"{path}:{SHARED_TARGET}:rw", "TF29ENV_TEAM_SHARED_GID": str(gid)}, notes
+
+
+def members_without_shared(project: Path) -> list[str]:
+    """The members of docker-compose.yml whose volumes lack the team's shared folder (written before it was)."""
+    try:
+        lines = (project / "docker-compose.yml").read_text().splitlines()
+    except OSError:
+        return []  # compose says what is wrong with the file itself
+    return [name for name in member.entry_names(lines, "services")
+            if member.TEAM_SHARED_LINE not in member.entry_lines(lines, "services", name)]
 
 
 def check_pair(cert: Path, key: Path) -> None:
     """The certificate and key can be read, belong together, and the certificate has not expired."""
-    for name, path in (("TF29ENV_TLS_CERT", cert), ("TF29ENV_TLS_KEY", key)):
-        if not path.is_file() or not os.access(path, os.R_OK):
-            raise SettingError(f"{name}={path}: no such file, or this user cannot read it")
     try:
-        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(str(cert), str(key))
-    except ssl.SSLError as exc:
-        what = "does not match the certificate" if "MISMATCH" in str(exc) else f"cannot be used ({exc.reason})"
-        raise SettingError(f"TF29ENV_TLS_KEY={key} {what} TF29ENV_TLS_CERT={cert}") from None
-    if openssl("x509", "-in", str(cert), "-noout", "-checkend", "0").returncode != 0:
-        end = openssl("x509", "-in", str(cert), "-noout", "-enddate").stdout.strip().partition("=")[2]
-        raise SettingError(f"TF29ENV_TLS_CERT={cert} has expired ({end or 'its end date is unreadable'})")
+        certs.check_pair(cert, key, "TF29ENV_TLS_CERT", "TF29ENV_TLS_KEY")
+    except certs.PairError as exc:
+        raise SettingError(str(exc)) from None
 
 
 def tls(settings: Mapping[str, str], environ: Mapping[str, str], project: Path) -> dict[str, str]:
@@ -159,12 +199,20 @@ def jupyter_address(bind: str, https: bool, http_any: bool) -> tuple[str, str | 
 def derive(settings: Mapping[str, str], environ: Mapping[str, str], project: Path) -> Derived:
     variables = {**team_data(lookup(settings, environ, "TF29ENV_TEAM_DATA"), project),
                  **tls(settings, environ, project)}
+    shared, notes = team_shared(lookup(settings, environ, "TF29ENV_TEAM_SHARED"),
+                                lookup(settings, environ, "TF29ENV_TEAM_GID"), variables.get("TF29ENV_TEAM_DATA", ""),
+                                project)
+    missing = members_without_shared(project) if shared["TF29ENV_TEAM_SHARED_MOUNT"] else []
+    if missing:
+        raise SettingError(f"TF29ENV_TEAM_SHARED is set, but the volumes of {', '.join(missing)} in "
+                           f"docker-compose.yml lack the line '{member.TEAM_SHARED_LINE.strip()}': add it to each")
+    variables.update(shared)
     https = variables["TF29ENV_GEN_CERT"] == "yes" or bool(variables["TF29ENV_JUPYTER_CERT_FILE"])
     http_any = lookup(settings, environ, "TF29ENV_HTTP_ANY").lower() in YES
     bind = lookup(settings, environ, "TF29ENV_BIND_ADDRESS") or "0.0.0.0"  # noqa: S104 - compose's default
     address, note = jupyter_address(bind, https, http_any)
     variables["TF29ENV_JUPYTER_ADDRESS"] = address
-    return Derived(variables, (note,) if note else ())
+    return Derived(variables, (*notes, *((note,) if note else ())))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -43,7 +43,16 @@ fit_user() {
   fi
   # "users" owns the venv, for pip install; only when needed, as usermod rewrites /etc/group regardless.
   ((!user_join_users)) || usermod -a -G users "${cfg_user}"
+  ((!user_join_team)) || join_team
   [[ ${user_home} == "${NB_HOME}" ]] || make_scratch_home # a read-only file system
+}
+
+# TEAM_GID, a group besides NB_GID (a team's shared folder): in /etc/group, where setpriv --init-groups
+# (JupyterLab, the command), sshd's logins and `docker exec -u` all find it.
+join_team() {
+  ((!user_new_team_group)) || groupadd --gid "${user_team_gid}" "${user_team_group}"
+  usermod -a -G "${user_team_group}" "${cfg_user}"
+  log "${cfg_user} is in group ${user_team_group} (gid ${user_team_gid}, TEAM_GID)"
 }
 
 # make_home OLD NEW copy|move: a folder mounted at NEW is the user's own: nothing is copied into it or chowned

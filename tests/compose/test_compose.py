@@ -43,7 +43,7 @@ def test_shipped_files_are_valid_compose(docker_client: DockerClient, image: str
                                     "SSH_AUTHORIZED_KEYS_FILE": "/run/secrets/authorized_keys",
                                     "SELF_CHECK": "off", "STOP_GRACE_SECONDS": "30", "KERNEL_IDLE_TIMEOUT": "3600",
                                     "GEN_CERT": "no", "JUPYTER_CERT_FILE": "", "JUPYTER_KEY_FILE": "",
-                                    "NB_UID": "1001", "NB_GID": "1001"}
+                                    "TEAM_GID": "", "NB_UID": "1001", "NB_GID": "1001"}
     assert alice["ports"] == ["127.0.0.1:2201:22/tcp", "127.0.0.1:8801:8888/tcp"]
 
     shipped.env.pop("TF29ENV_IMAGE")

@@ -98,5 +98,5 @@ def test_key_of_another_certificate_stops_make_up(tls_team: Team, team_certs: tu
     done = tls_team.make("up", check=False)
     assert done.returncode != 0
     said = [line for line in done.stderr.splitlines() if not line.startswith("make")]
-    assert said == [f"tf29-env: ERROR: TF29ENV_TLS_KEY={stranger.key} does not match the certificate "
+    assert said == [f"tf29-env: ERROR: TF29ENV_TLS_KEY={stranger.key} is not the key of "
                     f"TF29ENV_TLS_CERT={box.cert}"]

@@ -85,6 +85,7 @@ def test_the_named_volumes_are_the_snapshots_and_binds_are_not(container: dict[s
         (f"{name}-hostkeys", "/etc/ssh/host-keys"), (f"{name}-local", "/home/jovyan/.local"),
         (f"{name}-nv", "/home/jovyan/.nv"), (f"{name}-work", "/home/jovyan/work")])
     mounts = [{"Type": "bind", "Source": "/data", "Destination": "/data"},
+              {"Type": "bind", "Source": "/srv/shared", "Destination": "/home/jovyan/shared", "RW": True},
               {"Type": "volume", "Name": "f" * 64, "Destination": "/anon"},
               {"Type": "volume", "Name": "tf29_team-data", "Destination": "/home/jovyan/data", "RW": False}]
     assert recreate.named_volumes({"Mounts": mounts}) == []

@@ -30,7 +30,8 @@ def derive(project: Path, **settings: str) -> teamenv.Derived:
 def test_defaults_serve_http_on_loopback_and_no_data(tmp_path: Path) -> None:
     derived = derive(tmp_path)
     assert derived.variables == {"TF29ENV_GEN_CERT": "no", "TF29ENV_JUPYTER_CERT_FILE": "",
-                                 "TF29ENV_JUPYTER_KEY_FILE": "", "TF29ENV_JUPYTER_ADDRESS": "127.0.0.1"}
+                                 "TF29ENV_JUPYTER_KEY_FILE": "", "TF29ENV_TEAM_SHARED_MOUNT": "",
+                                 "TF29ENV_TEAM_SHARED_GID": "", "TF29ENV_JUPYTER_ADDRESS": "127.0.0.1"}
     assert "plain HTTP" in derived.notes[0] and "TF29ENV_HTTP_ANY=1" in derived.notes[0]
 
 
@@ -71,7 +72,7 @@ def test_team_cert(tmp_path: Path) -> None:
     ("team-without-files", "TF29ENV_TLS=team needs TF29ENV_TLS_CERT and TF29ENV_TLS_KEY"),
     ("files-without-team", "TF29ENV_TLS_CERT/TF29ENV_TLS_KEY are set but TF29ENV_TLS=off"),
     ("key-missing", "TF29ENV_TLS_KEY={dir}/gone.pem: no such file, or this user cannot read it"),
-    ("key-of-another", "TF29ENV_TLS_KEY={dir}/other-key.pem does not match the certificate"),
+    ("key-of-another", "TF29ENV_TLS_KEY={dir}/other-key.pem is not the key of TF29ENV_TLS_CERT={dir}/box.pem"),
     ("expired", "TF29ENV_TLS_CERT={dir}/old.pem has expired"),
 ])
 def test_bad_settings_are_one_line(tmp_path: Path, case: str, words: str) -> None:
@@ -115,3 +116,74 @@ def test_env_file_and_exports_eval_in_a_shell(tmp_path: Path) -> None:
                             '$TF29ENV_GEN_CERT $TF29ENV_JUPYTER_ADDRESS"', "-", done.stdout],
                            capture_output=True, text=True, timeout=30, check=True)
     assert shown.stdout == f"{data} yes 0.0.0.0"
+
+
+def shared_folder(tmp_path: Path, gid: int = 4242, mode: int = 0o2775) -> Path:
+    """A team's shared folder as the admin makes it (the suite runs as root, who may chgrp it)."""
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    os.chown(folder, -1, gid)
+    folder.chmod(mode)
+    return folder
+
+
+def test_team_shared_folder_is_mounted_with_its_group(tmp_path: Path) -> None:
+    folder = shared_folder(tmp_path)
+    derived = derive(tmp_path, TF29ENV_TEAM_SHARED=str(folder))
+    assert derived.variables["TF29ENV_TEAM_SHARED_MOUNT"] == f"{folder}:{teamenv.SHARED_TARGET}:rw"
+    assert derived.variables["TF29ENV_TEAM_SHARED_GID"] == "4242"
+    # Relative to the folder of docker-compose.yml; TF29ENV_TEAM_GID, where given, is the folder's group.
+    relative = derive(tmp_path, TF29ENV_TEAM_SHARED="./shared", TF29ENV_TEAM_GID="4242").variables
+    assert relative["TF29ENV_TEAM_SHARED_GID"] == "4242"
+    assert not [note for note in derived.notes if "setgid" in note]
+
+
+def test_team_shared_folder_without_setgid_is_a_warning(tmp_path: Path) -> None:
+    folder = shared_folder(tmp_path, mode=0o775)
+    notes = derive(tmp_path, TF29ENV_TEAM_SHARED=str(folder)).notes
+    assert notes[0] == (f"tf29-env: WARNING: TF29ENV_TEAM_SHARED={folder} has no setgid bit, so new files there get "
+                        f"each member's own group and the others cannot change them: chmod g+s {folder}")
+
+
+def test_every_member_must_mount_the_shared_folder(tmp_path: Path) -> None:
+    """A docker-compose.yml from before ~/shared: its members lack the line, which `make up` names."""
+    folder = shared_folder(tmp_path)
+    (tmp_path / "docker-compose.yml").write_text((REPO / "docker-compose.yml").read_text().replace(
+        "      - *team-shared\n", "", 1))
+    with pytest.raises(teamenv.SettingError) as refused:
+        derive(tmp_path, TF29ENV_TEAM_SHARED=str(folder))
+    assert str(refused.value) == ("TF29ENV_TEAM_SHARED is set, but the volumes of alice in docker-compose.yml lack the "
+                                  "line '- *team-shared': add it to each")
+
+
+@pytest.mark.parametrize(("case", "words"), [
+    ("missing", "TF29ENV_TEAM_SHARED={dir}/nowhere: no such folder on this host"),
+    ("group cannot write", "TF29ENV_TEAM_SHARED={dir}/shared: its group 4242 cannot write it (mode 2755): chgrp 4242 "
+                           "{dir}/shared && chmod 2775 {dir}/shared"),
+    ("root's group", "TF29ENV_TEAM_SHARED={dir}/shared belongs to group 0 (root), which no member may join: chgrp GID "
+                     "{dir}/shared && chmod 2775 {dir}/shared (GID: the team's group, e.g. getent group team)"),
+    ("another group", "TF29ENV_TEAM_GID=5000, but TF29ENV_TEAM_SHARED={dir}/shared belongs to group 4242: chgrp 5000 "
+                      "{dir}/shared && chmod 2775 {dir}/shared"),
+    ("gid a word", "TF29ENV_TEAM_GID=team is not a numeric gid (1-2147483647)"),
+    ("gid 0", "TF29ENV_TEAM_GID=0 is not a numeric gid (1-2147483647)"),
+    ("gid alone", "TF29ENV_TEAM_GID=4242 is set but TF29ENV_TEAM_SHARED is not: set the shared folder too, or remove "
+                  "TF29ENV_TEAM_GID"),
+    ("the team data", "TF29ENV_TEAM_SHARED and TF29ENV_TEAM_DATA are both {dir}/shared: the team's data is read-only, "
+                      "the shared folder writable; give two folders"),
+])
+def test_bad_team_shared_is_one_line(tmp_path: Path, case: str, words: str) -> None:
+    folder = shared_folder(tmp_path, gid=0 if case == "root's group" else 4242,
+                           mode=0o2755 if case == "group cannot write" else 0o2775)
+    settings = {
+        "missing": {"TF29ENV_TEAM_SHARED": f"{tmp_path}/nowhere"},
+        "group cannot write": {"TF29ENV_TEAM_SHARED": str(folder)},
+        "root's group": {"TF29ENV_TEAM_SHARED": str(folder)},
+        "another group": {"TF29ENV_TEAM_SHARED": str(folder), "TF29ENV_TEAM_GID": "5000"},
+        "gid a word": {"TF29ENV_TEAM_SHARED": str(folder), "TF29ENV_TEAM_GID": "team"},
+        "gid 0": {"TF29ENV_TEAM_SHARED": str(folder), "TF29ENV_TEAM_GID": "0"},
+        "gid alone": {"TF29ENV_TEAM_GID": "4242"},
+        "the team data": {"TF29ENV_TEAM_SHARED": str(folder), "TF29ENV_TEAM_DATA": str(folder)},
+    }[case]
+    done = run(tmp_path, **settings)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"tf29-env: ERROR: {words.format(dir=tmp_path)}\n"

@@ -5,7 +5,7 @@ frozen record or Refused. Standard library only, run by the distro's python3 -I 
 """
 
 from dataclasses import dataclass
-from typing import Dict, List, Tuple  # python 3.8: no list[...]
+from typing import Dict, List, Optional, Tuple  # python 3.8: no list[...]
 
 from tf29image.startup.settings import Settings
 from tf29image.startup.system import Mounts, System
@@ -15,17 +15,27 @@ from tf29image.startup.values import COMMAND, Refused
 RENAMED_USER_FILE = "/etc/tf29-env/dev-user"
 ROOT_HOME = "/home/root"  # the root triplet's: passwd's /root is not the dev user's kind of home
 SCRATCH = "/tmp"  # noqa: S108 - a path named, not written
+TEAM_GROUP = "team"  # the name of the group made for a TEAM_GID the image has none for
 
 
-# NB_GID becomes the dev user's group: the image's system groups (below 1000) would hand their rights
-# out; 100 (users), 1000 and up, and gids the image has no group for are allowed (gid 0: values.gid).
+# NB_GID becomes the dev user's group, TEAM_GID one more: the image's system groups (below 1000) would hand
+# their rights out; 100 (users), 1000 and up, and gids the image has no group for are allowed (gid 0: values).
 def check_gid(settings: Settings, system: System) -> None:
-    gid = settings.gid
-    group = system.group_name(gid) if not settings.triplet and gid < 1000 and gid != 100 else None
+    group = system_group(settings.gid, settings, system)
     if group is not None:
         raise Refused(f"NB_GID={settings.text('NB_GID')} is the image's system group '{group}', whose rights "
                       "everything run in the notebooks and SSH sessions would get; use your own gid (id -g, 1000 or "
                       "above) or 100 (users)")
+    group = system_group(settings.team_gid, settings, system) if settings.team_gid else None
+    if group is not None:
+        raise Refused(f"TEAM_GID={settings.text('TEAM_GID')} is the image's system group '{group}', whose rights "
+                      "everything run in the notebooks and SSH sessions would get; use the gid of the team's shared "
+                      "folder (1000 or above)")
+
+
+def system_group(gid: int, settings: Settings, system: System) -> Optional[str]:
+    """The name of GID where it is one of the image's system groups (below 1000, not users)."""
+    return system.group_name(gid) if not settings.triplet and gid < 1000 and gid != 100 else None
 
 
 def dev_user_name(settings: Settings, system: System) -> str:
@@ -59,7 +69,9 @@ class UserPlan:
     dev user's name now (OLD_UID, OLD_GID its ids); RENAME: it becomes NB_USER; REFIT: /etc/passwd gets
     NB_UID/NB_GID (the home folder's files follow); NEW_GROUP: NB_GID has no group yet (groupadd);
     GROUP_RENAME: NB_GID's group is renamed to NB_GROUP; JOIN_USERS: the dev user is not in "users" yet
-    (usermod). In the image as built, with the default settings, none: such a start writes nothing under
+    (usermod). TEAM_GID (0: none) is TEAM_GROUP in /etc/group, which NEW_TEAM_GROUP makes (groupadd) and
+    JOIN_TEAM adds the dev user to (usermod): sshd's logins and setpriv --init-groups read the groups from
+    there. In the image as built, with the default settings, none: such a start writes nothing under
     /etc (a read-only root works). Without root, or for the root triplet, nothing is planned."""
 
     user_from: str = "root"
@@ -70,10 +82,18 @@ class UserPlan:
     new_group: bool = False
     group_rename: bool = False
     join_users: bool = False
+    team_gid: int = 0
+    team_group: str = ""
+    new_team_group: bool = False
+    join_team: bool = False
 
 
-def plan_user(settings: Settings, system: System, is_root: bool) -> UserPlan:
-    if not is_root or settings.triplet:
+def plan_user(settings: Settings, system: System, euid: int) -> UserPlan:
+    if euid != 0 and settings.team_gid:
+        raise Refused(f"TEAM_GID={settings.text('TEAM_GID')} needs a container started as root, which adds "
+                      f"{settings.user} to the group in /etc/group, and this one runs as uid {euid}: drop --user, or "
+                      f"unset TEAM_GID and pass the group with --group-add {settings.team_gid}")
+    if euid != 0 or settings.triplet:
         return UserPlan()
     user_from = dev_user_name(settings, system)
     if not user_from:
@@ -99,8 +119,24 @@ def plan_user(settings: Settings, system: System, is_root: bool) -> UserPlan:
         group_rename = True
     # In "users" once refitted: as its primary group, or as a listed member.
     users_gid, members = system.group_members("users")
+    made = (group or user) if new_group else ""
     return UserPlan(user_from, old_uid, old_gid, user_from != user, refit, new_group, group_rename,
-                    gid != users_gid and user_from not in members)
+                    gid != users_gid and user_from not in members, *plan_team(settings, user_from, made, system))
+
+
+def plan_team(settings: Settings, user_from: str, made: str, system: System) -> Tuple[int, str, bool, bool]:
+    """TEAM_GID's gid, group name, whether groupadd makes it and whether the dev user joins it: not when
+    it is NB_GID, the dev user's own group, nor when an earlier start of this container added it."""
+    gid = settings.team_gid
+    if not gid or gid == settings.gid:
+        return gid, "", False, False
+    existing = system.group_name(gid)
+    if existing is not None:
+        _, members = system.group_members(existing)
+        return gid, existing, False, user_from not in members and settings.user not in members
+    # TEAM_GROUP, unless the image or the group fit_user makes for NB_GID has that name.
+    name = TEAM_GROUP if system.group_gid(TEAM_GROUP) is None and made != TEAM_GROUP else f"{TEAM_GROUP}-{gid}"
+    return gid, name, True, True
 
 
 @dataclass(frozen=True)

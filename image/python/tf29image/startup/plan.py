@@ -137,7 +137,7 @@ def make_plan(env: Mapping[str, str], args: Sequence[str], euid: int, system: Op
     floor = check_ports(settings, mode, login, ssh_could_start, system)
     check_user_name(settings, mode.name, system, euid)
     chosen = plan_apptainer(settings, mode, login, mounts, system, euid) if settings.apptainer else Apptainer()
-    user = plan_user(settings, system, is_root)
+    user = plan_user(settings, system, euid)
     home = plan_home(settings, user, mounts, system, euid)
     services = mode.name != COMMAND
     ssh = settings.ssh and not settings.triplet
@@ -305,6 +305,8 @@ def shell_variables(plan: Plan) -> Dict[str, Value]:
         "user_from": user.user_from, "user_old_uid": str(user.old_uid), "user_old_gid": str(user.old_gid),
         "user_rename": flag(user.rename), "user_refit": flag(user.refit), "user_new_group": flag(user.new_group),
         "user_group_rename": flag(user.group_rename), "user_join_users": flag(user.join_users),
+        "user_join_team": flag(user.join_team), "user_new_team_group": flag(user.new_team_group),
+        "user_team_gid": str(user.team_gid), "user_team_group": user.team_group,
         "NB_HOME": home.home, "home_folder": home.folder, "user_home": home.user_home, "user_old_home": home.old_home,
         "home_mount_checks": [value for point, bare in home.mount_checks for value in (point, flag(bare))],
         "old_home_mounts": list(home.old_mounts), "home_prune": list(home.prune), "home_copy": list(home.copy),

@@ -84,6 +84,10 @@ def check_writable_paths(settings: Settings, user: UserPlan, checker: Checker) -
     if user.new_group or user.join_users:
         checker.writable_or_refuse("/etc/group", f"NB_GID={gid} means rewriting /etc/group",
                                    f"use NB_GID as built ({user.old_gid}), or a writable root file system")
+    if user.join_team:
+        checker.writable_or_refuse("/etc/group", f"TEAM_GID={settings.text('TEAM_GID')} means adding {name} to group "
+                                   f"{user.team_group} in /etc/group", "a writable root file system, or use "
+                                   f"--group-add {user.team_gid} (without root) instead")
     if user.rename:
         why = (f"NB_USER={name} means renaming {user.user_from} in /etc/passwd and /etc/shadow and a home folder "
                f"/home/{name}")
@@ -119,6 +123,8 @@ def need_for_the_user(settings: Settings, user: UserPlan, services: bool, need: 
         need("CHOWN", f"for NB_UID={uid}/NB_GID={gid}: {name}'s files follow the new ids")
     if user.new_group or user.join_users:
         need("CHOWN", f"for NB_GID={gid}: groupadd and usermod write /etc/gshadow")
+    if user.join_team:
+        need("CHOWN", f"for TEAM_GID={settings.text('TEAM_GID')}: groupadd and usermod write /etc/gshadow")
     if user.rename:
         need("CHOWN", f"for NB_USER={name}: usermod writes /etc/shadow, the home folder's files keep their owner")
     if user.group_rename:

@@ -59,6 +59,7 @@ from tf29image.startup.values import (
     server_words,
     stop_grace,
     switch,
+    team_gid,
     uid,
     umask,
     url_path,
@@ -110,6 +111,12 @@ USER_SETTINGS: Tuple[Setting, ...] = (
     Setting("NB_GROUP", "group", "", NAME, group_name, (
         'Name of the group made for a new `NB_GID` (root), or given to a gid without one (`--user UID:GID`). '
         '`users` (100) keeps its name; a name the image has is refused.'), shown_default="`NB_USER`"),
+    Setting("TEAM_GID", "team_gid", "", ID, team_gid, (
+        "A group the dev user joins besides `NB_GID` (root only), e.g. the group of a team's shared folder "
+        "mounted in every member's container: JupyterLab, its kernels and terminals, the command, SSH sessions "
+        'and `docker exec -u jovyan` all have it. A gid without a group in the image gets one named `team`. '
+        'Refused as for `NB_GID`: 0 and the image\'s system groups; and without root (`--user`: use '
+        "Docker's `--group-add` instead)."), shown_default="none"),
     Setting("NB_UMASK", "umask", "", MODE, umask, (
         'The umask (octal, e.g. `002`: the group may write) of JupyterLab, its kernels and terminals, and the'
         ' command. Start hooks and SSH sessions keep 022.'), shown_default="`022`"),
@@ -299,6 +306,7 @@ class Settings:
     gid: int
     user: str
     group: str  # "": NB_USER's name where a group is made
+    team_gid: int  # TEAM_GID; 0: none
     umask: str  # "": the default, 022
     chown_home: bool
     chown_home_opts: Tuple[str, ...]

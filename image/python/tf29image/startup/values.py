@@ -120,6 +120,17 @@ def gid(name: str, value: str, context: Context) -> int:
     return int(value)
 
 
+# TEAM_GID: a group the dev user joins besides NB_GID (a team's shared folder); "" is none (0). As for
+# NB_GID, gid 0 would hand root's rights out; the image's other system groups are the user step's to refuse.
+def team_gid(name: str, value: str, context: Context) -> int:
+    if not value:
+        return 0
+    if numeric_id(name, value) == 0:
+        raise Refused(f"TEAM_GID={value} is root's group, whose rights everything run in the notebooks and SSH "
+                      "sessions would get; use the gid of the team's shared folder (stat -c %g DIR)")
+    return int(value)
+
+
 def user_name(name: str, value: str, context: Context) -> str:
     if not users.NAME.fullmatch(value):
         raise Refused(f"NB_USER='{value}' is not a valid user name")
