@@ -4,8 +4,10 @@ certificate and key for `team`; plain HTTP is published on loopback only unless 
 TF29ENV_HTTP_ANY=1. Bad input is one line, exit 2, and nothing for make to eval."""
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -98,11 +100,25 @@ def test_bad_settings_are_one_line(tmp_path: Path, case: str, words: str) -> Non
     assert done.stderr.count("\n") == 1
 
 
-def test_unreadable_team_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A folder this user may not read (faked: the suite runs as root, who reads any)."""
-    monkeypatch.setattr(os, "access", lambda path, mode: False)
-    with pytest.raises(teamenv.SettingError, match=f"^TF29ENV_TEAM_DATA={tmp_path}: this user cannot read"):
-        derive(tmp_path, TF29ENV_TEAM_DATA=str(tmp_path))
+def test_unreadable_team_data_as_an_admin_without_root() -> None:
+    """An admin who is not root (nobody, uid 65534, as setpriv makes it) and a folder only root may read:
+    make up's script says so in one line. The suite runs as root, who reads any folder."""
+    # Under /tmp, with a copy of compose/, as nobody may not reach the checkout (e.g. under /root).
+    project = Path(tempfile.mkdtemp(prefix="tf29-teamenv-", dir="/tmp"))
+    try:
+        project.chmod(0o755)
+        shutil.copytree(REPO / "compose", project / "compose", ignore=shutil.ignore_patterns("__pycache__"))
+        (project / "datasets").mkdir(mode=0o700)
+        # The host's python3, as make up runs it, from the PATH a login of nobody would have.
+        done = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "python3",
+                               str(project / "compose" / "teamenv.py"), "--project-dir", str(project)],
+                              env={"PATH": "/usr/local/bin:/usr/bin:/bin", "TF29ENV_TEAM_DATA": "./datasets"},
+                              capture_output=True, text=True, timeout=60, check=False)
+    finally:
+        shutil.rmtree(project)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == ("tf29-env: ERROR: TF29ENV_TEAM_DATA=./datasets: this user cannot read the folder (its "
+                           "members could not either): chmod it, e.g. a+rX\n")
 
 
 def test_env_file_and_exports_eval_in_a_shell(tmp_path: Path) -> None:
