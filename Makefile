@@ -98,7 +98,7 @@ clean: ## stop and remove the tf29-env container, build output and caches (image
 # `make kit`: the install kit for a box with no internet (docs/kit.md) goes to KIT, a new folder; IMAGE given
 # on the command line is put in as it is, else the last build of VARIANT.
 KIT ?= tf29-env-kit-$(VARIANT)
-kit: $(VENV)/.done ## write the install kit for a box with no internet: image, project, wheels, npm cache, install.sh (KIT=DIR; docs/kit.md)
+kit: $(VENV)/.done ## write the install kit for a box with no internet: image, project, wheels, npm cache, install.sh (KIT=DIR, or KIT=FILE.tar for one tarball; docs/kit.md)
 	$(PY) build.py kit --output '$(KIT)' $(if $(filter command line,$(origin IMAGE)),--image '$(IMAGE)',--variant $(VARIANT))
 
 screenshots: build hub-venv hub-proxy ## build the image, then take the docs' pictures from a real run (docs/img/*.png, scripts/screenshots.py)

@@ -29,10 +29,12 @@ hub-venv: $(HUB_VENV)/.done ## make the hub's virtualenv (hub/.venv, from hub/re
 
 hub-proxy: $(HUB_DIR)/node_modules/.done ## install the hub's proxy (configurable-http-proxy, from hub/package-lock.json)
 
-# Without HUB_IMAGE, `make hub` builds the image first, as `make run` does, and serves that one
-# (the Makefile's IMAGE); with it, the named image is served as it is.
-hub: hub-venv hub-proxy $(if $(HUB_IMAGE),,build) ## build the image (unless HUB_IMAGE names one), start the team hub in the background, print its URL (docs/hub.md)
-	$(if $(HUB_IMAGE),,HUB_IMAGE='$(IMAGE)') $(HUB_CTL) up
+# What `make hub` serves, as it is: HUB_IMAGE; else, on a box with team settings (.env, which the kit's
+# install.sh writes, or TF29ENV_IMAGE in the environment), the team's TF29ENV_IMAGE, read by hub/ctl.py
+# as compose reads it. With neither, it builds the image first, as `make run` does, and serves IMAGE.
+HUB_BUILD := $(if $(or $(HUB_IMAGE),$(TF29ENV_IMAGE),$(wildcard $(HUB_ROOT)/.env)),,build)
+hub: hub-venv hub-proxy $(HUB_BUILD) ## start the team hub in the background, print its URL: HUB_IMAGE, else .env's image, else the image built first (docs/hub.md)
+	$(if $(HUB_BUILD),HUB_IMAGE='$(IMAGE)') $(HUB_CTL) up
 
 hub-down: ## stop the team hub (users' servers keep running; the hub finds them again at its next start)
 	@if [ -x $(HUB_VENV)/bin/python ]; then $(HUB_CTL) down; else echo "tf29-hub: not installed, nothing to stop"; fi

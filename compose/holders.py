@@ -2,10 +2,11 @@
 
 For each GPU that `nvidia-smi --query-gpu` lists: its memory in use and in all, then each process
 that `nvidia-smi --query-compute-apps` lists on it, named by what holds it: the compose member
-(its `com.docker.compose.service` label) or hub user and the container, found through the
-process's cgroup (/proc/PID/cgroup: cgroup v1 or v2, Docker's cgroupfs `/docker/ID` or systemd
-`docker-ID.scope`) and the Docker engine that DOCKER_HOST names; a process in no container is a
-host process, with its command line. `nvidia-smi` inside a container lists no processes: this runs
+(its `com.docker.compose.service` label) or hub user (the user label the hub's spawner puts on a
+server, read by `hub.ctl gpus`) and the container, found through the process's cgroup
+(/proc/PID/cgroup: cgroup v1 or v2, Docker's cgroupfs `/docker/ID` or systemd `docker-ID.scope`)
+and the Docker engine that DOCKER_HOST names; a process in no container is a host process, with
+its command line. `nvidia-smi` inside a container lists no processes: this runs
 on the host. No nvidia-smi, or one that fails: one line, exit 1.
 
 The parsers and the join are pure functions (tests/unit/compose/test_holders.py); `main` reads

@@ -1,12 +1,13 @@
 """Start, stop and inspect the team hub: `python -m hub.ctl up|down|status|gpus` (hub.mk runs it in
 hub/.venv); `gpus` says who holds each GPU of the host (compose/holders.py), the hub's users by
-name. `up` checks everything that can be checked before anything starts (settings, the Docker
-engine, the image, free ports, the locked-memory limit), snapshots the users' volumes and
-the state folder when the image differs from the one served last (hub/upgradesnap.py), upgrades
-the hub's database when its schema is older than the installed JupyterHub's (hub/dbupgrade.py),
-then starts the proxy and the hub in the background (logs and pid files in the state folder) and
-waits until the hub answers. A problem is one line on stderr and a non-zero exit, with nothing
-left half-started."""
+the name their server is labelled with.
+`up` serves HUB_IMAGE, else the team's image (.env's TF29ENV_IMAGE, as compose reads
+it). It checks everything that can be checked before anything starts (settings, the Docker engine,
+the image, free ports, the locked-memory limit), snapshots the users' volumes and the state folder
+when the image differs from the one served last (hub/upgradesnap.py), upgrades the hub's database
+when its schema is older than the installed JupyterHub's (hub/dbupgrade.py), then starts the proxy
+and the hub in the background (logs and pid files in the state folder) and waits until the hub
+answers. A problem is one line on stderr and a non-zero exit, with nothing left half-started."""
 
 from __future__ import annotations
 
@@ -27,9 +28,10 @@ import docker.errors
 import requests
 
 from compose import gpus, holders, memlock
+from compose.rollout import IMAGE_VARIABLE
 from hub import REPO, dbupgrade, gpuplan, upgradesnap
 from hub import settings as hub_settings
-from hub.settings import EXIT_CONFIG, HUB_DIR, HUB_LABEL, PROFILE_LABEL, HubConfigError, Settings
+from hub.settings import EXIT_CONFIG, HUB_DIR, HUB_LABEL, PROFILE_LABEL, USER_LABEL, HubConfigError, Settings
 from hub.sshaccess import port_free
 
 EXIT_ENGINE = 3  # no Docker engine answers
@@ -77,14 +79,24 @@ def engine() -> docker.DockerClient:
     return client
 
 
-def check_image(client: docker.DockerClient, image: str) -> None:
+def with_team_image(environ: Mapping[str, str], project: Path = REPO) -> tuple[dict[str, str], str]:
+    """ENVIRON with HUB_IMAGE, where it is unset, the team's image: TF29ENV_IMAGE as compose reads it (the
+    environment, then PROJECT's .env, which the kit's install.sh writes; else compose's default). And the
+    setting the image came from, for messages."""
+    if environ.get("HUB_IMAGE", "").strip():
+        return dict(environ), "HUB_IMAGE"
+    image = memlock.setting(IMAGE_VARIABLE, environ, memlock.read_env_file(project / ".env"))
+    return {**environ, "HUB_IMAGE": image}, IMAGE_VARIABLE
+
+
+def check_image(client: docker.DockerClient, image: str, setting: str = "HUB_IMAGE") -> None:
     try:
         client.images.get(image)
     except docker.errors.ImageNotFound:
-        raise StartError(f"HUB_IMAGE={image} is not on this Docker engine: build it (make build) "
-                         "or name one that is (docker images)") from None
+        raise StartError(f"{setting}={image} is not on this Docker engine: build it (make build IMAGE={image}), "
+                         "load it (docker load -i) or name one that is (HUB_IMAGE, docker images)") from None
     except docker.errors.APIError as exc:
-        raise StartError(f"HUB_IMAGE={image}: {exc.explanation or exc}") from None
+        raise StartError(f"{setting}={image}: {exc.explanation or exc}") from None
 
 
 def check_port(name: str, address: str, port: int) -> None:
@@ -184,7 +196,8 @@ def wait_ready(team: Settings, processes: Mapping[str, subprocess.Popen[bytes]])
                      EXIT_START)
 
 
-def up(environ: Mapping[str, str]) -> int:
+def up(given: Mapping[str, str]) -> int:
+    environ, image_setting = with_team_image(given)
     team = hub_settings.load(environ)
     hub_settings.check_host(team)
     state = team.state_dir
@@ -196,7 +209,7 @@ def up(environ: Mapping[str, str]) -> int:
         if not binary.exists():
             raise StartError(f"{binary} is missing: run `make {target}` (or `make hub`, which makes it)")
     client = engine()
-    check_image(client, team.image)
+    check_image(client, team.image, image_setting)
     check_port("HUB_PORT", team.address, team.port)
     check_port("HUB_PROXY_API_PORT", "127.0.0.1", team.proxy_api_port)
     plan = gpuplan.load(team, gpu_capable(client))
@@ -285,13 +298,14 @@ def status(environ: Mapping[str, str]) -> int:
 
 
 def hub_user(prefix: str) -> holders.Describer:
-    """The hub user a server's container belongs to: the spawner labels it with its profile and
-    names it PREFIX-USER (DockerSpawner's name template)."""
+    """The hub user a server's container belongs to: the spawner labels it with its profile and the
+    user's name, and names it PREFIX-USER (DockerSpawner's template, the name escaped: ann.lee is
+    ann-2elee). A server started before the user label had one is named by its container's name."""
 
     def describe(container: holders.ContainerInfo) -> str | None:
         if PROFILE_LABEL not in container.labels or not container.name.startswith(f"{prefix}-"):
             return None
-        return f"hub user {container.name.removeprefix(f'{prefix}-')}"
+        return f"hub user {container.labels.get(USER_LABEL) or container.name.removeprefix(f'{prefix}-')}"
 
     return describe
 

@@ -22,6 +22,7 @@ HUB_LABEL = "io.tf29-env.hub"  # its network
 PROFILE_LABEL = f"{HUB_LABEL}.profile"  # a server's container: its profile's name
 SSH_PORT_LABEL = f"{HUB_LABEL}.ssh-port"  # the host port of its SSH, when it has one
 GPUS_LABEL = f"{HUB_LABEL}.gpus"  # the GPU or MIG ids it holds, comma-separated
+USER_LABEL = f"{HUB_LABEL}.user"  # the hub user's name, as they signed up (the container's name escapes it)
 
 # The single-user servers' profiles: name -> (what the spawn form says, GPUs requested).
 PROFILES: dict[str, tuple[str, int]] = {

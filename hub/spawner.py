@@ -20,7 +20,7 @@ from compose import gpus, limits
 from hub import REPO, sshaccess
 from hub import settings as hub_settings
 from hub.gpuplan import GpuUnavailable, Plan, Profile
-from hub.settings import GPUS_LABEL, PROFILE_LABEL, SSH_PORT_LABEL, Settings
+from hub.settings import GPUS_LABEL, PROFILE_LABEL, SSH_PORT_LABEL, USER_LABEL, Settings
 
 # Where the keys file appears in the container: beside compose's secrets, read by the
 # entrypoint as root (SSH_AUTHORIZED_KEYS_FILE).
@@ -182,7 +182,9 @@ class TeamSpawner(DockerSpawner):  # type: ignore[misc]
         if self.team.team_shared:
             volumes[self.team.team_shared] = {"bind": hub_settings.TEAM_SHARED_MOUNT, "mode": "rw"}
         # The container's own stop timeout: a `docker stop` by hand and the engine's shutdown give the grace too.
-        create: dict[str, Any] = {"labels": {PROFILE_LABEL: profile.name}, "stop_timeout": self.engine_stop_seconds()}
+        # The user's own name: the container's name holds it escaped (`hub.ctl gpus` reads this label).
+        create: dict[str, Any] = {"labels": {PROFILE_LABEL: profile.name, USER_LABEL: self.user.name},
+                                  "stop_timeout": self.engine_stop_seconds()}
         if ssh_port is None:
             self.log.info("%s: no SSH key on file, SSH stays off", self.user.name)
         else:

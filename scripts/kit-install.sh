@@ -206,7 +206,7 @@ main() {
     local image
     image=$(_kit_field image)
     echo "tf29-kit: next: cd $TARGET && make member NAME=alice KEY=alice.pub && make up"
-    echo "tf29-kit: the team hub: cd $TARGET && make hub HUB_IMAGE=$image"
+    echo "tf29-kit: the team hub: cd $TARGET && make hub (it serves .env's TF29ENV_IMAGE, $image: nothing is built)"
 }
 
 main

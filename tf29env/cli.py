@@ -54,7 +54,8 @@ def add_kit(sub: "argparse._SubParsersAction[Parser]") -> None:
     kit = sub.add_parser("kit", help="write an install kit for a box with no internet: the image archive, the "
                                      "project's files, wheels, the hub proxy's npm cache, SBOMs, install.sh, "
                                      "SHA256SUMS (docs/kit.md)")
-    kit.add_argument("--output", type=Path, required=True, metavar="DIR", help="the kit's folder (must be new)")
+    kit.add_argument("--output", type=Path, required=True, metavar="DIR|FILE.tar",
+                     help="the kit's folder (must be new), or a new FILE.tar: the folder as one uncompressed tarball")
     kit.add_argument("--image", help="image to put in the kit (default: the last build's, see --variant)")
     add_variant(kit, "use the last build of this variant", default=None)
     add_common(kit, json_flag=False)

@@ -241,7 +241,8 @@ def cmd_kit(args: argparse.Namespace) -> int:
     image, _ = chosen_image(args)
     log = logger(args)
     made = kit.make(engine.connect(), image, args.output, args.output_dir, log)
-    log(f"kit of {made.record['image']} in {made.folder}: carry the folder, then run its install.sh (docs/kit.md)")
+    carry = f"carry it, unpack it (tar -xf {made.folder.name})" if kit.is_tarball(made.folder) else "carry the folder"
+    log(f"kit of {made.record['image']} in {made.folder}: {carry}, then run its install.sh (docs/kit.md)")
     print(kit.summary(made), flush=True)
     return 0
 

@@ -1,9 +1,10 @@
 """Who holds each GPU (docs/team.md, compose/holders.py) on the stand-in GPU engine: two real
 containers, one with compose's labels (member dana) and one as the team hub starts a user's server
-(ann), and a host process hold GPUs by their real host PIDs, which the stand-in nvidia-smi lists in
-the CSV of the real format. `make gpus`, as docs/team.md has it, names the member and its container
-against its GPU; the hub admin's `python -m hub.ctl gpus` names the hub user too. A host without
-nvidia-smi, or with one that fails, gets one line and exit 1."""
+(ann.lee: labelled with the name, which the container's name holds escaped), and a host process hold
+GPUs by their real host PIDs, which the stand-in nvidia-smi lists in the CSV of the real format.
+`make gpus`, as docs/team.md has it, names the member and its container against its GPU; the hub
+admin's `python -m hub.ctl gpus` names the hub user too, by the label. A host without nvidia-smi, or
+with one that fails, gets one line and exit 1."""
 
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import pytest
 from docker.models.containers import Container
 
 from compose import holders
-from hub.settings import PROFILE_LABEL
+from hub.settings import PROFILE_LABEL, USER_LABEL
 from testkit import docblocks, gpuengine
 from testkit.gpuengine import GPU0_UUID, GPU1_UUID, GpuEngine
 from tests.gpu.conftest import assert_no_gpu_holders
@@ -23,6 +24,8 @@ from tf29env.core.paths import REPO
 
 BLOCKS = docblocks.blocks_for(__file__)
 HUB_PREFIX = "tf29-hub"  # hub/settings.py's default HUB_NAME_PREFIX, which the hub's ctl reads
+HUB_USER = "ann.lee"
+HUB_SERVER = f"{HUB_PREFIX}-ann-2elee"  # DockerSpawner's name of ann.lee's server: the name escaped
 NO_DRIVER = "tf29-env: ERROR: no NVIDIA driver on this host: nvidia-smi is not on PATH"
 
 
@@ -48,7 +51,7 @@ def held(gpu_engine: GpuEngine, image: str) -> Iterator[Holders]:
     try:
         # `sleep` as the entrypoint: the process that holds the GPU is the container's PID 1, no start-up.
         for name, labels in (("tf29-dana-1", {holders.SERVICE_LABEL: "dana", holders.PROJECT_LABEL: "tf29"}),
-                             (f"{HUB_PREFIX}-ann", {PROFILE_LABEL: "gpu1"})):
+                             (HUB_SERVER, {PROFILE_LABEL: "gpu1", USER_LABEL: HUB_USER})):
             started.append(client.containers.run(image, ["infinity"], entrypoint=["sleep"], name=name, labels=labels,
                                                  detach=True))
         dana, ann = started
@@ -81,7 +84,7 @@ def test_make_gpus_names_each_member_against_its_gpu(gpu_engine: GpuEngine, held
     lines = transcript.splitlines()
     first = lines.index(expected(held, "")[0])
     assert lines[first:first + 5] == [*expected(held, "member dana (project tf29)"),
-                                      f"  container {HUB_PREFIX}-ann, pid {host_pid(held.ann)}, 4096 MiB"]
+                                      f"  container {HUB_SERVER}, pid {host_pid(held.ann)}, 4096 MiB"]
     assert lines[first + 5] == "GPU 2 (NVIDIA A100-SXM4-40GB, GPU-3d7c5e74-9f60-4dac-9e83-2c4d5e6f7082): 0 / 40960 " \
                                "MiB in use" and lines[first + 6] == "  no processes", transcript
 
@@ -92,7 +95,8 @@ def test_the_hub_admin_sees_the_users(gpu_engine: GpuEngine, held: Holders) -> N
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[:5] == [*expected(held, "member dana (project tf29)"),
-                         f"  hub user ann: container {HUB_PREFIX}-ann, pid {host_pid(held.ann)}, 4096 MiB"], done.stdout
+                         f"  hub user {HUB_USER}: container {HUB_SERVER}, pid {host_pid(held.ann)}, 4096 MiB"], \
+        done.stdout
 
 
 def test_no_driver_is_one_line(gpu_engine: GpuEngine, tmp_path: Path) -> None:

@@ -3,20 +3,26 @@ a third in MIG mode with two slices; docs/hub.md): two users who start the 1-GPU
 time get different GPUs, a third gets the "no free GPU" line (the API and the spawn form), the MIG
 slice pinned to a user goes to them, a hub restart keeps every assignment (it is read from the
 running containers), a stopped server frees its GPU, and with HUB_GPU_POLICY=share a full box
-shares its least used GPU. Bad GPU settings stop `make hub` with one line before anything starts."""
+shares its least used GPU. Each server carries its user's name as a label (carl.d's container is
+named carl-2ed): `hub.ctl gpus` names him by it. Bad GPU settings stop `make hub` with one line before
+anything starts."""
 
 import html
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from docker.models.containers import Container
 
 from hub import settings as hub_settings
-from testkit.gpuengine import MIG_UUIDS, GpuEngine, visible_devices
+from hub.settings import GPUS_LABEL, USER_LABEL
+from testkit import gpuengine
+from testkit.gpuengine import GPU0_UUID, GPU1_UUID, MIG_UUIDS, GpuEngine, visible_devices
 from tests.gpu.conftest import assert_no_gpu_holders
 from tests.hub.hubrun import ADMIN, HubRun, User, ctl, hub_environment
 
 PINS = f"dora={MIG_UUIDS[1]}"
+CARL = "carl.d"  # a name DockerSpawner escapes in the container's name (carl-2ed)
 NO_FREE = ("no free GPU for the 1 GPU profile: 2 of the 2 GPUs for it are in use by other servers; try again when "
            "one stops, or choose another profile")
 
@@ -39,15 +45,22 @@ def gpu_hub(hub_tools: None, gpu_engine: GpuEngine, image: str,
 def people(gpu_hub: HubRun) -> dict[str, User]:
     admin = gpu_hub.signup(ADMIN)
     assert gpu_hub.login(admin)
-    return {name: gpu_hub.enrol(name) for name in ("ann", "ben", "carl", "dora")}
+    return {name: gpu_hub.enrol(name) for name in ("ann", "ben", CARL, "dora")}
+
+
+def server_of(hub: HubRun, name: str) -> Container:
+    """NAME's server, found by the user label the spawner puts on it."""
+    (container,) = hub.client.containers.list(filters={"label": f"{USER_LABEL}={name}"})
+    assert container.name.startswith(f"{hub.prefix}-"), container.name
+    return container
 
 
 def gpus_of(hub: HubRun, name: str) -> str:
     """What the user's server was given: the device request, its label and its NVIDIA_VISIBLE_DEVICES, as one."""
-    container = hub.container(name)
+    container = server_of(hub, name)
     (request,) = container.attrs["HostConfig"]["DeviceRequests"]
     ids = ",".join(request["DeviceIDs"])
-    assert container.labels["io.tf29-env.hub.gpus"] == ids
+    assert container.labels[GPUS_LABEL] == ids
     assert visible_devices(container) == ids
     return ids
 
@@ -70,8 +83,8 @@ def test_two_servers_get_different_gpus(gpu_hub: HubRun, people: dict[str, User]
 
 
 def test_no_free_gpu_is_one_line(gpu_hub: HubRun, people: dict[str, User]) -> None:
-    carl = people["carl"]
-    refused = gpu_hub.api(carl, "POST", "/users/carl/server", json={"profile": "gpu1"})
+    carl = people[CARL]
+    refused = gpu_hub.api(carl, "POST", f"/users/{CARL}/server", json={"profile": "gpu1"})
     assert refused.status_code == 409 and refused.json()["message"] == NO_FREE, refused.text
     assert gpu_hub.server_model(carl) is None
     form = spawn_form(gpu_hub, carl)
@@ -93,21 +106,36 @@ def test_a_hub_restart_keeps_the_assignment(gpu_hub: HubRun, people: dict[str, U
     assert down.returncode == 0, down.stderr
     gpu_hub.up()
     assert {name: gpus_of(gpu_hub, name) for name in before} == before
-    refused = gpu_hub.api(people["carl"], "POST", "/users/carl/server", json={"profile": "gpu1"})
+    refused = gpu_hub.api(people[CARL], "POST", f"/users/{CARL}/server", json={"profile": "gpu1"})
     assert refused.status_code == 409 and refused.json()["message"] == NO_FREE, refused.text
 
 
 def test_a_stopped_server_frees_its_gpu(gpu_hub: HubRun, people: dict[str, User]) -> None:
     freed = gpus_of(gpu_hub, "ben")
     gpu_hub.stop(people["ben"])
-    gpu_hub.start(people["carl"], profile="gpu1")
-    gpu_hub.wait_ready(people["carl"])
-    assert gpus_of(gpu_hub, "carl") == freed
+    gpu_hub.start(people[CARL], profile="gpu1")
+    gpu_hub.wait_ready(people[CARL])
+    assert gpus_of(gpu_hub, CARL) == freed
+
+
+def test_the_admin_sees_each_user_by_name(gpu_hub: HubRun, gpu_engine: GpuEngine) -> None:
+    """`hub.ctl gpus` with carl.d's server on the stand-in nvidia-smi's list: the user label names him."""
+    server = server_of(gpu_hub, CARL)
+    assert server.name.removeprefix(f"{gpu_hub.prefix}-") != CARL  # the container's name does not give the user
+    pid = int(server.attrs["State"]["Pid"])
+    uuid = {"0": GPU0_UUID, "1": GPU1_UUID}[gpus_of(gpu_hub, CARL)]
+    gpuengine.set_query(gpu_engine.tools, "compute-apps", f"{uuid}, {pid}, 4096\n")
+    try:
+        done = ctl(gpu_hub.env, "gpus")
+    finally:
+        gpuengine.set_query(gpu_engine.tools, "compute-apps", "")
+    assert done.returncode == 0, done.stderr
+    assert f"  hub user {CARL}: container {server.name}, pid {pid}, 4096 MiB" in done.stdout.splitlines(), done.stdout
 
 
 def test_share_policy_shares_the_least_used(gpu_hub: HubRun, people: dict[str, User]) -> None:
     """Restarted with HUB_GPU_POLICY=share, a spawn with every GPU taken shares the least used one."""
-    held = {name: gpus_of(gpu_hub, name) for name in ("ann", "carl")}
+    held = {name: gpus_of(gpu_hub, name) for name in ("ann", CARL)}
     assert sorted(held.values()) == ["0", "1"]
     assert gpu_hub.make("hub-down").returncode == 0
     gpu_hub.env["HUB_GPU_POLICY"] = "share"

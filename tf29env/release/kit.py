@@ -1,4 +1,5 @@
-"""build.py kit: one folder that sets up a team box with no internet (docs/kit.md). It holds the image
+"""build.py kit: one folder that sets up a team box with no internet (docs/kit.md), or one tarball of
+that folder (an OUTPUT ending in .tar: uncompressed, as the image archive inside is). It holds the image
 (a `docker save` archive, as `build.py export` writes it), the project's files (every file git tracks
 or would track, as they are in this working tree), wheelhouses for the host tools' venv
 (requirements-dev.txt, what `make venv` installs) and the hub's (hub/requirements.txt, --no-deps as
@@ -40,6 +41,8 @@ HOST_WHEELS = "wheels/host"
 HUB_WHEELS = "wheels/hub"
 NPM_CACHE = "npm-cache.tar.gz"
 SBOM_DIR = "sbom"
+# An --output ending so is one tarball holding the kit's folder, named after the tarball (tf29-kit.tar: tf29-kit/).
+TARBALL = ".tar"
 INSTALL_SOURCE = REPO / "scripts" / "kit-install.sh"  # the kit's install.sh
 HOST_REQUIREMENTS = "requirements-dev.txt"  # the Makefile's $(VENV)/.done
 HUB_REQUIREMENTS = "hub/requirements.txt"  # hub.mk's $(HUB_VENV)/.done
@@ -53,7 +56,7 @@ DOWNLOAD_TIMEOUT = 1800
 
 @dataclass(frozen=True)
 class Kit:
-    folder: Path
+    folder: Path  # the kit's folder, or the tarball that holds it
     record: dict[str, Any]  # kit.json
 
 
@@ -65,8 +68,14 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+def is_tarball(output: Path) -> bool:
+    return output.suffix == TARBALL
+
+
 def check_output(output: Path) -> Path:
-    """OUTPUT must be new (or an empty folder) and its parent writable: its partial sibling."""
+    """OUTPUT must be new (a folder kit's may be an empty folder) and its parent writable: its partial sibling."""
+    if is_tarball(output) and (output.exists() or output.is_symlink()):
+        raise UserError(f"--output {output}: already exists; name a new {TARBALL} file", EXIT_INPUT)
     if output.exists() and (not output.is_dir() or any(output.iterdir())):
         raise UserError(f"--output {output}: already exists and is not an empty folder; name a new one", EXIT_INPUT)
     if not output.parent.is_dir() or not os.access(output.parent, os.W_OK):
@@ -185,13 +194,34 @@ def copy_sbom(folder: Path, output_dir: Path, variant: str, image_id: str, log: 
     return copied
 
 
+def kit_order(names: Iterable[str]) -> list[str]:
+    """NAMES in the order of SHA256SUMS and of the tarball: the image archives last."""
+    return sorted(names, key=lambda name: (name.startswith(f"{IMAGES}/"), name))
+
+
 def write_sums(folder: Path) -> None:
     """SHA256SUMS over every file of the kit but itself, in `sha256sum -c`'s format; the image archives
     last, so that install.sh names a damaged small file without reading gigabytes first."""
-    names = sorted((str(path.relative_to(folder)) for path in folder.rglob("*") if path.is_file()),
-                   key=lambda name: (name.startswith(f"{IMAGES}/"), name))
+    names = kit_order(str(path.relative_to(folder)) for path in folder.rglob("*") if path.is_file())
     lines = [f"{sha256_of(folder / name)}  {name}\n" for name in names if name != SUMS]
     (folder / SUMS).write_text("".join(lines))
+
+
+def _owned_by_nobody(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    return info
+
+
+def write_tarball(folder: Path, target: Path) -> None:
+    """FOLDER as an uncompressed tarball at TARGET, its files under FOLDER's name, the image archives last
+    (gzip would take minutes over gigabytes of image layers)."""
+    entries = kit_order(str(path.relative_to(folder)) for path in folder.rglob("*"))
+    # 1 MiB copies: half the time of tarfile's 16 KiB default over the image archive.
+    with tarfile.TarFile(target, "w", copybufsize=CHUNK) as archive:
+        archive.add(folder, arcname=folder.name, recursive=False, filter=_owned_by_nobody)
+        for name in entries:
+            archive.add(folder / name, arcname=f"{folder.name}/{name}", recursive=False, filter=_owned_by_nobody)
 
 
 def python_tag(python: str) -> str:
@@ -228,8 +258,8 @@ def save_image(client: DockerClient, image: str, attrs: dict[str, Any], folder: 
 
 def make(client: DockerClient, image: str, output: Path, output_dir: Path, log: Log,
          python: str = sys.executable, earlier: Path | None = None) -> Kit:
-    """The kit of IMAGE in OUTPUT (new), from this checkout and the connected machine's registries;
-    EARLIER: a kit of the same image whose archive is reused."""
+    """The kit of IMAGE in OUTPUT (new: a folder, or a tarball where it ends in .tar), from this checkout and
+    the connected machine's registries; EARLIER: a kit folder of the same image whose archive is reused."""
     partial = check_output(output)
     attrs = engine.inspect(client, image)
     image_labels = labels.of_image(attrs)
@@ -240,17 +270,20 @@ def make(client: DockerClient, image: str, output: Path, output_dir: Path, log: 
         raise UserError(f"{INSTALL_SOURCE} is missing: this checkout cannot make a kit")
     shutil.rmtree(partial, ignore_errors=True)  # a kit that failed halfway before
     partial.mkdir()
+    # A tarball's folder is made inside the partial one, beside the tarball being written.
+    folder = partial / output.stem if is_tarball(output) else partial
     try:
+        folder.mkdir(exist_ok=True)
         names = project_files()
         log(f"==> {len(names)} project files -> {PROJECT}")
-        project_sha256 = write_project(partial / PROJECT, names)
-        download_wheels(partial, python, log)
-        registry = npm_cache(partial / NPM_CACHE, log)
-        sboms = copy_sbom(partial, output_dir, variant, str(attrs["Id"]), log)
-        shutil.copy(INSTALL_SOURCE, partial / INSTALL)
-        (partial / INSTALL).chmod(0o755)
+        project_sha256 = write_project(folder / PROJECT, names)
+        download_wheels(folder, python, log)
+        registry = npm_cache(folder / NPM_CACHE, log)
+        sboms = copy_sbom(folder, output_dir, variant, str(attrs["Id"]), log)
+        shutil.copy(INSTALL_SOURCE, folder / INSTALL)
+        (folder / INSTALL).chmod(0o755)
         # Last: the slow step, after every download had its chance to fail.
-        archive, saved = save_image(client, image, attrs, partial / IMAGES, earlier, log)
+        archive, saved = save_image(client, image, attrs, folder / IMAGES, earlier, log)
         record = {
             "image": saved["image"], "id": saved["id"],  # the archive holds this one reference
             "variant": variant, "version": image_labels.get("org.opencontainers.image.version", ""),
@@ -258,25 +291,41 @@ def make(client: DockerClient, image: str, output: Path, output_dir: Path, log: 
             "project_files": len(names), "project_sha256": project_sha256, "sbom": sboms,
             "npm_registry": registry,
         }
-        records.write_json(partial / KIT_FILE, record)
+        records.write_json(folder / KIT_FILE, record)
         log(f"==> {SUMS}")
-        write_sums(partial)
-        if output.exists():
-            output.rmdir()  # check_output let only an empty folder through
-        partial.rename(output)
+        write_sums(folder)
+        finish(partial, output, log)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
     return Kit(output, record)
 
 
-def size_of(folder: Path) -> int:
-    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
+def finish(partial: Path, output: Path, log: Log) -> None:
+    """The kit made in PARTIAL (check_output's) to OUTPUT: renamed, or, for a tarball, its folder written as
+    the tarball beside it, which is renamed, and PARTIAL removed."""
+    if not is_tarball(output):
+        if output.exists():
+            output.rmdir()  # check_output let only an empty folder through
+        partial.rename(output)
+        return
+    log(f"==> {output.name} (uncompressed, the image archive last)")
+    write_tarball(partial / output.stem, partial / output.name)
+    (partial / output.name).rename(output)
+    shutil.rmtree(partial, ignore_errors=True)
+
+
+def size_of(path: Path) -> int:
+    """The bytes of a kit's folder, or of its tarball."""
+    if path.is_file():
+        return path.stat().st_size
+    return sum(item.stat().st_size for item in path.rglob("*") if item.is_file())
 
 
 def summary(kit: Kit) -> str:
     """What `build.py kit` prints at the end (stdout)."""
-    return json.dumps({**kit.record, "folder": str(kit.folder), "bytes": size_of(kit.folder)}, sort_keys=True)
+    where = "tarball" if is_tarball(kit.folder) else "folder"
+    return json.dumps({**kit.record, where: str(kit.folder), "bytes": size_of(kit.folder)}, sort_keys=True)
 
 
 def read(folder: Path) -> dict[str, Any]:
