@@ -17,6 +17,9 @@ LOOPBACK = "127.0.0.1"
 # `run(healthcheck=SHIPPED_HEALTH)` keeps the image's as it ships.
 FAST_HEALTH = {"interval": 1_000_000_000}
 SHIPPED_HEALTH = None
+# The self-check imports TensorFlow in the background at every start (about 2.5 s of CPU on the test
+# host, on a CPU-bound suite): off unless a test names SELF_CHECK; its own tests do.
+QUIET_START = {"SELF_CHECK": "off"}
 
 
 class TrackedContainer:
@@ -34,6 +37,7 @@ class TrackedContainer:
     def run(self, *, publish: tuple[int, ...] = (8888, 22), **kwargs: Any) -> Container:
         """Start a detached container; kwargs go to containers.create (environment, user, command, ...)."""
         kwargs.setdefault("healthcheck", FAST_HEALTH)
+        kwargs["environment"] = {**QUIET_START, **kwargs.get("environment", {})}
         for attempt in range(5):
             ports = {container_port: free_host_port() for container_port in publish}
             container = self.client.containers.create(

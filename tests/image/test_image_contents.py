@@ -1,6 +1,8 @@
 """What the image holds: the pinned stack, its metadata, and nothing it must not hold."""
 
+import hashlib
 import json
+import os
 import tarfile
 from typing import IO, Any, cast
 
@@ -9,6 +11,7 @@ from docker import DockerClient
 from testkit.containers import TrackedContainer
 from tests.conftest import HOST_EXTRA_CAS
 from tf29env.core import labels
+from tf29env.core.paths import cache_dir
 from tf29env.imagebuild import cacerts
 
 PROBE = """
@@ -108,7 +111,25 @@ def scan_layers(docker_client: DockerClient, image: str,
                 needles: dict[str, list[bytes]]) -> tuple[list[str], list[str]]:
     """Every layer of `docker save`, not just the final filesystem (a file deleted in a later layer
     still ships in the earlier one): the files whose names are forbidden (host keys, pip's config
-    and cache), and `KEY in LAYER/PATH` for each file whose content holds one of KEY's needles."""
+    and cache), and `KEY in LAYER/PATH` for each file whose content holds one of KEY's needles.
+    Kept per image id and needles: the id is the digest of the layers, so the same id scans the same."""
+    image_id = str(docker_client.images.get(image).id).removeprefix("sha256:")
+    asked = hashlib.sha256(json.dumps({key: [n.hex() for n in group] for key, group in sorted(needles.items())})
+                           .encode()).hexdigest()[:16]
+    kept = cache_dir() / "layer-scans" / f"{image_id}-{asked}.json"
+    if kept.is_file():
+        forbidden, found = json.loads(kept.read_text())
+        return forbidden, found
+    result = _scan(docker_client, image_id, needles)
+    kept.parent.mkdir(exist_ok=True)
+    partial = kept.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_text(json.dumps(result))
+    partial.replace(kept)
+    return result
+
+
+def _scan(docker_client: DockerClient, image: str,
+          needles: dict[str, list[bytes]]) -> tuple[list[str], list[str]]:
     forbidden: list[str] = []
     found: list[str] = []
     longest = max((len(n) for group in needles.values() for n in group), default=1)
