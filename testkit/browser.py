@@ -362,7 +362,7 @@ def lab_setting(url: str, token: str, plugin: str, values: dict[str, object]) ->
 def start_lab(tracked: TrackedContainer, token: str, **environment: str) -> tuple[Container, str]:
     """A JupyterLab container of the image for a browser, healthy, on its 127.0.0.1 port, with the
     terminal's screen-reader mode on (Lab.terminal_rows reads it); the container and Lab's URL."""
-    container = tracked.run(environment={"JUPYTER_TOKEN": token, "SELF_CHECK": "off", **environment},
+    container = tracked.run(environment={"JUPYTER_TOKEN": token, **environment},
                             publish=(8888,))
     tracked.wait_healthy(container)
     url = f"http://{LOOPBACK}:{tracked.port(container, 8888)}/"

@@ -40,8 +40,7 @@ def test_pip_set_is_consistent(docker_client: DockerClient, buildkit_image: str)
 def test_jupyter_ssh_and_health(docker_client: DockerClient, buildkit_image: str, keypair: KeyPair) -> None:
     tracked = TrackedContainer(docker_client, buildkit_image)
     try:
-        container = tracked.run(environment={"JUPYTER_TOKEN": TOKEN, "SSH_AUTHORIZED_KEYS": keypair.public_text,
-                                             "SELF_CHECK": "off"})
+        container = tracked.run(environment={"JUPYTER_TOKEN": TOKEN, "SSH_AUTHORIZED_KEYS": keypair.public_text})
         tracked.wait_healthy(container, timeout=120)
         port = tracked.port(container, 8888)
         assert api_status(port) == 403

@@ -14,7 +14,6 @@ from testkit.jupyter import api_status
 from testkit.ssh import KeyPair
 
 TOKEN = "tok-5d0e3b8c1a7f4e92"
-QUIET = {"SELF_CHECK": "off"}  # spare the 2-core host TensorFlow's import where it is not tested
 IPV6_ON = {"net.ipv6.conf.all.disable_ipv6": "0"}
 IPV6_OFF = {"net.ipv6.conf.all.disable_ipv6": "1"}
 
@@ -47,7 +46,7 @@ def tcp6_listeners(tracked: TrackedContainer, container: Container) -> set[int]:
 
 
 def start_services(tracked: TrackedContainer, keypair: KeyPair, sysctls: dict[str, str]) -> Container:
-    container = tracked.run(environment={**QUIET, "SSH_AUTHORIZED_KEYS": keypair.public_text},
+    container = tracked.run(environment={"SSH_AUTHORIZED_KEYS": keypair.public_text},
                             sysctls=sysctls)
     tracked.wait_healthy(container)
     return container
@@ -73,7 +72,7 @@ def test_without_ipv6_they_listen_on_ipv4_alone_and_quietly(tracked: TrackedCont
 
 def test_start_notebook_py_as_the_entrypoint_runs_the_services_under_tini(tracked: TrackedContainer) -> None:
     container = tracked.run(entrypoint=["/usr/local/bin/start-notebook.py"], command=["--ServerApp.base_url=/x/"],
-                            environment={**QUIET, "JUPYTER_TOKEN": TOKEN}, publish=(8888,))
+                            environment={"JUPYTER_TOKEN": TOKEN}, publish=(8888,))
     tracked.wait_healthy(container)
     port = tracked.port(container, 8888)
     assert api_status(port, TOKEN, "/x/") == 200 and api_status(port, None, "/x/") == 403
@@ -109,7 +108,7 @@ def test_server_app_notebook_args_and_unset_variables(tracked: TrackedContainer,
     # Hooks run before the variables go, so they may use them (as docker-stacks' do).
     (hooks / "10-uses-secret.sh").write_text('export FROM_SECRET="seen:${TF29_SECRET_A}"\n')
     container = tracked.run(environment={
-        **QUIET, "JUPYTER_TOKEN": TOKEN, "DOCKER_STACKS_JUPYTER_CMD": "server",
+        "JUPYTER_TOKEN": TOKEN, "DOCKER_STACKS_JUPYTER_CMD": "server",
         "NOTEBOOK_ARGS": "--ServerApp.base_url=/nb/ --ServerApp.custom_display_url='http://example.org/a b'",
         "TF29_SECRET_A": "a", "TF29_SECRET_B": "b", "TF29_KEPT": "c",
         "JUPYTER_ENV_VARS_TO_UNSET": "TF29_SECRET_A, TF29_SECRET_B,TF29_NEVER_SET",
@@ -128,14 +127,14 @@ def test_server_app_notebook_args_and_unset_variables(tracked: TrackedContainer,
 
 def test_start_sh_commands_do_not_see_unset_variables(tracked: TrackedContainer) -> None:
     container = tracked.run(command=["start.sh", "sh", "-c", 'echo "A=${TF29_SECRET_A-gone} B=$TF29_KEPT"'],
-                            environment={**QUIET, "TF29_SECRET_A": "a", "TF29_KEPT": "c",
+                            environment={"TF29_SECRET_A": "a", "TF29_KEPT": "c",
                                          "JUPYTER_ENV_VARS_TO_UNSET": "TF29_SECRET_A"}, publish=())
     assert tracked.wait_exit(container) == 0
     assert tracked.logs(container).splitlines()[-1] == "A=gone B=c"
 
 
 def test_gen_cert_serves_https_and_keeps_the_token(tracked: TrackedContainer, tmp_path: Path) -> None:
-    container = tracked.run(environment={**QUIET, "GEN_CERT": "yes"}, publish=(8888,))
+    container = tracked.run(environment={"GEN_CERT": "yes"}, publish=(8888,))
     tracked.wait_healthy(container)  # the healthcheck speaks https from the server's runtime file
     logs = tracked.logs(container)
     assert "GEN_CERT: JupyterLab speaks HTTPS" in logs
@@ -171,7 +170,7 @@ def test_gen_cert_serves_https_and_keeps_the_token(tracked: TrackedContainer, tm
         "no-jupyter"])
 def test_bad_values_stop_the_start_in_one_line(tracked: TrackedContainer, environment: dict[str, str],
                                                line: str) -> None:
-    container = tracked.run(environment={**QUIET, **environment}, publish=())
+    container = tracked.run(environment=environment, publish=())
     assert tracked.wait_exit(container) == 2
     logs = tracked.logs(container).strip()
     assert logs.startswith(f"tf29-env: ERROR: {line}") and "\n" not in logs, logs

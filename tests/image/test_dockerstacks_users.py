@@ -19,7 +19,6 @@ from testkit.ssh import KeyPair
 from tests.image.test_hardened import MINIMAL
 
 TOKEN = "dockerstacks-users-token"
-QUIET = {"SELF_CHECK": "off"}
 TMP = "/tmp"  # noqa: S108 - the container's /tmp, a tmpfs of its own
 READ_ONLY: dict[str, Any] = {"read_only": True, "tmpfs": {TMP: "", "/run/tf29-env": ""}}
 # What the tools that need a passwd entry say about the uid: whoami, Python's two ways, git's
@@ -32,7 +31,7 @@ IDENTITY = ("whoami; python3 -c 'import getpass, os, pwd; print(getpass.getuser(
 def run_command(tracked: TrackedContainer, script: str, env: dict[str, str] | None = None,
                 **kwargs: Any) -> tuple[int, str, str]:
     """Run SCRIPT in the command mode; its exit code, stdout, and the entrypoint's (stderr) lines."""
-    container = tracked.run(command=["bash", "-c", script], environment={**QUIET, **(env or {})},
+    container = tracked.run(command=["bash", "-c", script], environment=env or {},
                             publish=(), **kwargs)
     code = tracked.wait_exit(container, timeout=60)
     out = container.logs(stdout=True, stderr=False).decode(errors="replace")
@@ -86,7 +85,7 @@ def test_nb_user_with_the_minimal_capabilities(tracked: TrackedContainer) -> Non
 
 
 def test_nb_user_in_services_mode_ssh_and_restart(tracked: TrackedContainer, keypair: KeyPair) -> None:
-    container = tracked.run(environment={**QUIET, "NB_USER": "alice", "JUPYTER_TOKEN": TOKEN, "NB_UMASK": "002",
+    container = tracked.run(environment={"NB_USER": "alice", "JUPYTER_TOKEN": TOKEN, "NB_UMASK": "002",
                                          "SSH_AUTHORIZED_KEYS": keypair.public_text})
     for start in ("first", "restarted"):
         tracked.wait_healthy(container)
@@ -140,7 +139,7 @@ def test_an_arbitrary_uid_with_nb_user_and_nb_group(tracked: TrackedContainer) -
 
 def test_an_arbitrary_uid_runs_jupyter_hardened(tracked: TrackedContainer) -> None:
     """Non-root, read-only root, no capabilities: JupyterLab is healthy and its processes know the name."""
-    container = tracked.run(user="12345:100", environment={**QUIET, "JUPYTER_TOKEN": TOKEN}, cap_drop=["ALL"],
+    container = tracked.run(user="12345:100", environment={"JUPYTER_TOKEN": TOKEN}, cap_drop=["ALL"],
                             security_opt=["no-new-privileges"], publish=(8888,), **READ_ONLY)
     tracked.wait_healthy(container)
     assert api_status(tracked.port(container, 8888), TOKEN) == 200
@@ -198,7 +197,7 @@ def test_no_sudo_unless_granted(tracked: TrackedContainer) -> None:
 
 
 def test_root_triplet_in_services_mode(tracked: TrackedContainer, keypair: KeyPair) -> None:
-    container = tracked.run(environment={**QUIET, "NB_USER": "root", "NB_UID": "0", "NB_GID": "0",
+    container = tracked.run(environment={"NB_USER": "root", "NB_UID": "0", "NB_GID": "0",
                                          "JUPYTER_TOKEN": TOKEN, "SSH_AUTHORIZED_KEYS": keypair.public_text})
     tracked.wait_healthy(container)
     assert api_status(tracked.port(container, 8888), TOKEN) == 200
@@ -262,13 +261,13 @@ READ_ONLY_ROOT = {
 def test_a_read_only_root_refuses_what_writes_it(tracked: TrackedContainer, case: str) -> None:
     """Root, --read-only: what would write the root file system stops the start in one line."""
     env, message = READ_ONLY_ROOT[case]
-    container = tracked.run(environment={**QUIET, **env}, command=["true"], publish=(), read_only=True,
+    container = tracked.run(environment=env, command=["true"], publish=(), read_only=True,
                             tmpfs={TMP: "", "/run": ""})
     assert_refused(tracked, container, message)
 
 
 def test_chown_extra_refuses_a_read_only_mount(tracked: TrackedContainer, tmp_path: Path) -> None:
-    container = tracked.run(environment={**QUIET, "CHOWN_EXTRA": "/data"}, command=["true"], publish=(),
+    container = tracked.run(environment={"CHOWN_EXTRA": "/data"}, command=["true"], publish=(),
                             volumes={str(tmp_path): {"bind": "/data", "mode": "ro"}})
     assert_refused(tracked, container, "CHOWN_EXTRA: /data is on a read-only file system")
 

@@ -28,7 +28,7 @@ HOOKED = "import sys, tf29image.gpubudget as g; print(any(isinstance(f, g.Tensor
 @pytest.fixture(scope="module")
 def box(module_tracked: TrackedContainer, keypair: KeyPair) -> Iterator[Container]:
     container = module_tracked.run(environment={"GPU_MEMORY_LIMIT_MB": BUDGET, "JUPYTER_TOKEN": TOKEN,
-                                                "SSH_AUTHORIZED_KEYS": keypair.public_text, "SELF_CHECK": "off"})
+                                                "SSH_AUTHORIZED_KEYS": keypair.public_text})
     module_tracked.wait_healthy(container)
     code, out = module_tracked.exec(container, ["sh", "-c", f"printf '%s\\n' \"$1\" > {HOME}/work/probe.py", "sh",
                                                 PROBE], user=USER)

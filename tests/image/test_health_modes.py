@@ -24,7 +24,7 @@ def test_nothing_managed_is_healthy(tracked: TrackedContainer, command: list[str
 
 def test_services_mode_still_checks_its_services(tracked: TrackedContainer) -> None:
     """The entrypoint runs: its services are checked (Jupyter here), not waved through."""
-    container = tracked.run(environment={"SELF_CHECK": "off", "ENABLE_SSH": "0"}, publish=())
+    container = tracked.run(environment={"ENABLE_SSH": "0"}, publish=())
     tracked.wait_healthy(container, timeout=60)
     code, out = tracked.exec(container, ["/usr/bin/python3", "-I", "-m", "tf29image.healthcheck"])
     assert (code, out.split(" (")[0]) == (0, "healthy: jupyter ok"), out

@@ -27,7 +27,6 @@ USER = "Ada.Lovelace@example.org"
 HUB_USER = USER.lower()
 SECRETS = ("JUPYTERHUB_API_TOKEN", "JPY_API_TOKEN", "JUPYTERHUB_CLIENT_ID", "JUPYTERHUB_OAUTH_CALLBACK_URL",
            "JUPYTERHUB_OAUTH_ACCESS_SCOPES", "JUPYTERHUB_OAUTH_SCOPES")
-QUIET = {"SELF_CHECK": "off"}  # spare the 2-core host TensorFlow's import where it is not tested
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +72,7 @@ def test_as_spawned_by_dockerspawner(tracked: TrackedContainer, hub: MiniHub, us
     hooks = tmp_path / "start.d"
     hooks.mkdir()
     (hooks / "10-env.sh").write_text("env\n")
-    container = spawn(tracked, hub, user_token, environment={**QUIET, "SSH_AUTHORIZED_KEYS": keypair.public_text},
+    container = spawn(tracked, hub, user_token, environment={"SSH_AUTHORIZED_KEYS": keypair.public_text},
                       volumes={str(hooks): {"bind": "/etc/tf29-env/start.d", "mode": "ro"}})
     port = tracked.port(container, SERVER_PORT)
     base = prefix(hub, user_token)
@@ -125,7 +124,7 @@ def test_as_spawned_by_zero_to_jupyterhub(tracked: TrackedContainer, hub: MiniHu
     """uid 1000, gid 100 (Z2JH's default securityContext) and the hub's command: no root, so no
     SSH, said once; the server all the same. docker-stacks' start-singleuser.sh means the same."""
     container = spawn(tracked, hub, user_token, user="1000:100", command=command,
-                      environment={**QUIET, "SSH_AUTHORIZED_KEYS": keypair.public_text})
+                      environment={"SSH_AUTHORIZED_KEYS": keypair.public_text})
     assert api_status(tracked.port(container, SERVER_PORT), user_token, prefix(hub, user_token)) == 200
     assert server_process(tracked, container)[0] == "1000"
     assert tracked.logs(container).count("SSH is off: sshd needs root") == 1
@@ -133,7 +132,7 @@ def test_as_spawned_by_zero_to_jupyterhub(tracked: TrackedContainer, hub: MiniHu
 
 def test_hub_args_pass_through(tracked: TrackedContainer, hub: MiniHub, user_token: str) -> None:
     """The hub's own args (Spawner.args) reach the server after the image's, so they win."""
-    container = spawn(tracked, hub, user_token, environment=QUIET,
+    container = spawn(tracked, hub, user_token,
                       command=["jupyterhub-singleuser", "--ServerApp.root_dir=/home/jovyan/work"])
     assert server_process(tracked, container)[1].endswith("--ServerApp.root_dir=/home/jovyan/work")
 

@@ -27,7 +27,6 @@ def test_a_failing_cell_in_a_one_shot_run_is_one_line_and_its_exit_code(tracked:
     for path in (work, work / "fail.ipynb"):
         path.chmod(0o777 if path.is_dir() else 0o666)  # the container's jovyan (1000) writes the jobs folder
     container = tracked.run(command=["job", "run", f"{HOME}/work/fail.ipynb", "-p", "X", "7"], publish=(),
-                            environment={"SELF_CHECK": "off"},
                             volumes={str(work): {"bind": f"{HOME}/work", "mode": "rw"}})
     assert tracked.wait_exit(container, timeout=300) == 1
     logs = tracked.logs(container)
@@ -44,7 +43,7 @@ def test_docker_stop_mid_fit_checkpoints_and_resume_runs_the_remaining_epochs(tr
     """Docker's default 10 s stop, the image's default grace: the job and a busy kernel are interrupted,
     the job reads `stopped`; after a start, `job resume` trains only the epochs not yet done."""
     epochs = 20
-    container = tracked.run(environment={"JUPYTER_TOKEN": TOKEN, "SELF_CHECK": "off"})
+    container = tracked.run(environment={"JUPYTER_TOKEN": TOKEN})
     tracked.wait_healthy(container)
     code, out = job(tracked, container, "run", TRAINING, "-p", "EPOCHS", str(epochs), "-p", "STEPS_PER_EPOCH", "5",
                     "-p", "EPOCH_PAUSE", "0.5")

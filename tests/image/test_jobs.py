@@ -49,7 +49,7 @@ def last_activity(port: int) -> datetime:
 @pytest.fixture(scope="module")
 def box(module_tracked: TrackedContainer, keypair: KeyPair) -> Iterator[Container]:
     """One environment, as a person runs it, for the checks that each use jobs of their own."""
-    container = module_tracked.run(environment={"JUPYTER_TOKEN": TOKEN, "SELF_CHECK": "off",
+    container = module_tracked.run(environment={"JUPYTER_TOKEN": TOKEN,
                                                 "KERNEL_IDLE_TIMEOUT": str(IDLE_TIMEOUT),
                                                 "SSH_AUTHORIZED_KEYS": keypair.public_text})
     module_tracked.wait_healthy(container)
@@ -242,7 +242,7 @@ def test_a_work_folder_that_cannot_take_a_job_is_one_line(tracked: TrackedContai
     if "volumes" in mount:
         tmp_path.chmod(0o777)  # the dev user could write it, but for the mount
         mount = {"volumes": {str(tmp_path): mount["volumes"]["RO"]}}
-    container = tracked.run(command=["sleep", "infinity"], publish=(), environment={"SELF_CHECK": "off"}, **mount)
+    container = tracked.run(command=["sleep", "infinity"], publish=(), **mount)
     wait_until(lambda: tracked.exec(container, ["true"], user=USER)[0] == 0, timeout=60, what="the command runs")
     # A full disk: the notebook itself fits in /tmp, the job folder under ~/work does not.
     code, out = tracked.exec(container, ["sh", "-c", "head -c 60000 /dev/zero 2>/dev/null >~/work/filler; "

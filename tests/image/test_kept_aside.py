@@ -112,7 +112,7 @@ def started(docker_client: DockerClient, module_tracked: TrackedContainer) -> It
         # An earlier container: the entrypoint links ~/.jupyter and ~/envs into the volume, then the dev
         # user writes the state there, as Lab's Settings editor and `ipykernel install --user` would.
         first = module_tracked.run(
-            publish=(), environment={"SEED": base64.b64encode(seed_archive()).decode(), "SELF_CHECK": "off"},
+            publish=(), environment={"SEED": base64.b64encode(seed_archive()).decode()},
             command=["bash", "-c", 'set -euo pipefail; echo "$SEED" | base64 -d | '
                      f'tar -x -C "$HOME" --keep-directory-symlink; {listing}'],
             volumes=mounts)
@@ -124,7 +124,7 @@ def started(docker_client: DockerClient, module_tracked: TrackedContainer) -> It
                 seeded[name] = rest
         assert sorted(seeded) == sorted(FILES), module_tracked.logs(first)
         first.remove(force=True)
-        container = module_tracked.run(environment={"JUPYTER_TOKEN": TOKEN, "SELF_CHECK": "off"}, volumes=mounts)
+        container = module_tracked.run(environment={"JUPYTER_TOKEN": TOKEN}, volumes=mounts)
         module_tracked.wait_healthy(container, timeout=120)
         yield Started(module_tracked, container, seeded, module_tracked.logs(container))
     finally:

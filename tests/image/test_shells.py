@@ -60,7 +60,7 @@ def box(docker_client: DockerClient, image: str, keypair: KeyPair,
     try:
         container = tracked.run(
             environment={"JUPYTER_TOKEN_FILE": "/run/secrets/token", "SSH_AUTHORIZED_KEYS": keypair.public_text,
-                         SETTING[0]: SETTING[1], "SELF_CHECK": "off"},
+                         SETTING[0]: SETTING[1]},
             volumes={str(folder / "token"): {"bind": "/run/secrets/token", "mode": "ro"},
                      str(folder / "nvidia-smi"): {"bind": NVIDIA_SMI, "mode": "ro"},
                      str(hooks): {"bind": "/etc/tf29-env/start.d", "mode": "ro"}})

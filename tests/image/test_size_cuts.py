@@ -109,7 +109,7 @@ print(json.dumps(sorted(found)))
 
 
 def last_json(tracked: TrackedContainer, script: str) -> object:
-    return json.loads(tracked.last_line_of(["python", "-c", script], environment={"SELF_CHECK": "off"}))
+    return json.loads(tracked.last_line_of(["python", "-c", script]))
 
 
 def test_the_hub_pages_are_left_to_the_hub(tracked: TrackedContainer) -> None:
@@ -164,7 +164,7 @@ def test_jupyterlab_keeps_one_copy_of_its_app(tracked: TrackedContainer) -> None
 @pytest.mark.parametrize("args", ["", "--core-mode"])
 def test_jupyterlab_serves_its_app(tracked: TrackedContainer, args: str) -> None:
     """The page and the scripts it loads, from the folder each mode serves (--core-mode: the link)."""
-    container = tracked.run(environment={"JUPYTER_TOKEN": TOKEN, "NOTEBOOK_ARGS": args, "SELF_CHECK": "off"})
+    container = tracked.run(environment={"JUPYTER_TOKEN": TOKEN, "NOTEBOOK_ARGS": args})
     tracked.wait_healthy(container)
     base = f"http://{LOOPBACK}:{tracked.port(container, 8888)}"
     headers = {"Authorization": f"token {TOKEN}"}

@@ -42,7 +42,7 @@ def lab(docker_client: DockerClient, image: str) -> Iterator[Lab]:
     """One JupyterLab under a base URL, with a TensorBoard log written as the dev user."""
     tracked = TrackedContainer(docker_client, image)
     try:
-        container = tracked.run(environment={"JUPYTER_TOKEN": TOKEN, "JUPYTER_BASE_URL": BASE, "SELF_CHECK": "off"},
+        container = tracked.run(environment={"JUPYTER_TOKEN": TOKEN, "JUPYTER_BASE_URL": BASE},
                                 publish=(8888,))
         tracked.wait_healthy(container)
         start_logs = tracked.logs(container)

@@ -12,7 +12,6 @@ import pytest
 from testkit.containers import LOOPBACK, TrackedContainer
 from testkit.tlscerts import Pair, make_ca, make_expired, make_server
 
-QUIET = {"SELF_CHECK": "off"}  # spare the 2-core host TensorFlow's import where it is not tested
 CERT, KEY = "/run/secrets/jupyter.crt", "/run/secrets/jupyter.key"
 
 
@@ -30,7 +29,7 @@ def curl(url: str, ca: Path, token: str = "") -> subprocess.CompletedProcess[str
 def test_jupyter_serves_https_with_the_teams_certificate(tracked: TrackedContainer, tmp_path: Path) -> None:
     team, stranger = make_ca(tmp_path / "team", "team"), make_ca(tmp_path / "other", "other")
     server = make_server(tmp_path / "team", team, "jupyter", LOOPBACK)
-    container = tracked.run(environment={**QUIET, "JUPYTER_CERT_FILE": CERT, "JUPYTER_KEY_FILE": KEY},
+    container = tracked.run(environment={"JUPYTER_CERT_FILE": CERT, "JUPYTER_KEY_FILE": KEY},
                             volumes=mounted(server), publish=(8888,))
     tracked.wait_healthy(container)  # the healthcheck speaks https from the server's runtime file
     logs = tracked.logs(container)

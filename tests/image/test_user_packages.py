@@ -140,7 +140,7 @@ class Box:
     def start(self, image: str, **environment: str) -> Container:
         self.tracked.image = image
         self.container = self.tracked.run(
-            environment={"JUPYTER_TOKEN": TOKEN, "SSH_AUTHORIZED_KEYS": self.keypair.public_text, "SELF_CHECK": "off",
+            environment={"JUPYTER_TOKEN": TOKEN, "SSH_AUTHORIZED_KEYS": self.keypair.public_text,
                          **environment},
             volumes={self.volume: {"bind": LOCAL, "mode": "rw"}, self.work: {"bind": f"{HOME}/work", "mode": "rw"},
                      str(self.wheels): {"bind": "/wheels", "mode": "ro"}})

@@ -36,7 +36,7 @@ def box(docker_client: DockerClient, image: str) -> Iterator[Box]:
     """One container in the command mode (the dev user, no services) to run the notebooks in."""
     tracked = TrackedContainer(docker_client, image)
     try:
-        container = tracked.run(command=["sleep", "infinity"], environment={"SELF_CHECK": "off"}, publish=())
+        container = tracked.run(command=["sleep", "infinity"], publish=())
         copy_in(container)
         yield tracked, container
     finally:

@@ -36,11 +36,11 @@ def repository_digests() -> dict[str, str]:
 
 
 def test_image_ships_the_repositorys_notebooks(tracked: TrackedContainer) -> None:
-    assert digests_in(tracked, SHIPPED, environment={"SELF_CHECK": "off"}) == repository_digests()
+    assert digests_in(tracked, SHIPPED) == repository_digests()
 
 
 def test_read_only_for_the_dev_user(tracked: TrackedContainer) -> None:
-    container = tracked.run(command=["sleep", "infinity"], environment={"SELF_CHECK": "off"}, publish=())
+    container = tracked.run(command=["sleep", "infinity"], publish=())
     code, out = tracked.exec(container, ["stat", "-c", "%U %a %n", SHIPPED, f"{SHIPPED}/1-environment.ipynb"])
     assert code == 0, out
     for line in out.splitlines():
@@ -52,7 +52,7 @@ def test_read_only_for_the_dev_user(tracked: TrackedContainer) -> None:
 
 
 def test_lab_shows_them_at_first_open_read_only(tracked: TrackedContainer) -> None:
-    container = tracked.run(environment={"JUPYTER_TOKEN": TOKEN, "SELF_CHECK": "off"}, publish=(8888,))
+    container = tracked.run(environment={"JUPYTER_TOKEN": TOKEN}, publish=(8888,))
     tracked.wait_healthy(container)
     api = f"http://{LOOPBACK}:{tracked.port(container, 8888)}/api/contents"
     auth = {"Authorization": f"token {TOKEN}"}
@@ -72,12 +72,12 @@ def test_lab_shows_them_at_first_open_read_only(tracked: TrackedContainer) -> No
 def test_a_mounted_work_folder_is_not_written(tracked: TrackedContainer, tmp_path: Path) -> None:
     work = tmp_path / "notebooks"
     work.mkdir()
-    container = tracked.run(environment={"JUPYTER_TOKEN": TOKEN, "SELF_CHECK": "off"}, publish=(8888,),
+    container = tracked.run(environment={"JUPYTER_TOKEN": TOKEN}, publish=(8888,),
                             volumes={str(work): {"bind": "/home/jovyan/work", "mode": "rw"}})
     tracked.wait_healthy(container)
     assert not list(work.rglob("*.ipynb")), sorted(work.rglob("*"))
 
 
 def test_renamed_user_keeps_them(tracked: TrackedContainer) -> None:
-    found = digests_in(tracked, "/home/alice/quickstart", environment={"NB_USER": "alice", "SELF_CHECK": "off"})
+    found = digests_in(tracked, "/home/alice/quickstart", environment={"NB_USER": "alice"})
     assert found == repository_digests()
