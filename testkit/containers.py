@@ -18,7 +18,7 @@ LOOPBACK = "127.0.0.1"
 FAST_HEALTH = {"interval": 1_000_000_000}
 SHIPPED_HEALTH = None
 # The self-check imports TensorFlow in the background at every start (about 2.5 s of CPU on the test
-# host, on a CPU-bound suite): off unless a test names SELF_CHECK; its own tests do.
+# host, on a CPU-bound suite): off unless a test names SELF_CHECK, or asks for the image's defaults.
 QUIET_START = {"SELF_CHECK": "off"}
 
 
@@ -34,10 +34,11 @@ class TrackedContainer:
         self.containers: list[Container] = []
         self.ports: dict[str, dict[int, int]] = {}
 
-    def run(self, *, publish: tuple[int, ...] = (8888, 22), **kwargs: Any) -> Container:
-        """Start a detached container; kwargs go to containers.create (environment, user, command, ...)."""
+    def run(self, *, publish: tuple[int, ...] = (8888, 22), quiet: bool = True, **kwargs: Any) -> Container:
+        """Start a detached container; kwargs go to containers.create (environment, user, command, ...).
+        quiet=False keeps the image's own SELF_CHECK default."""
         kwargs.setdefault("healthcheck", FAST_HEALTH)
-        kwargs["environment"] = {**QUIET_START, **kwargs.get("environment", {})}
+        kwargs["environment"] = {**(QUIET_START if quiet else {}), **kwargs.get("environment", {})}
         for attempt in range(5):
             ports = {container_port: free_host_port() for container_port in publish}
             container = self.client.containers.create(

@@ -94,9 +94,8 @@ def node(docker_client: DockerClient, image: str) -> Iterator[TrackedContainer]:
 def alice(node: TrackedContainer, users: tuple[User, User]) -> Container:
     """Alice's server, the first on the node, in a Slurm job on node7 submitted from login1; SSH keys
     given change nothing."""
-    container = node.run(publish=(8888, 8889), **apptainer_like(
-        users[0], SLURMD_NODENAME="node7", SLURM_SUBMIT_HOST="login1", SSH_AUTHORIZED_KEYS="ssh-ed25519 AAAA x",
-        SELF_CHECK="warn"))
+    container = node.run(publish=(8888, 8889), quiet=False, **apptainer_like(
+        users[0], SLURMD_NODENAME="node7", SLURM_SUBMIT_HOST="login1", SSH_AUTHORIZED_KEYS="ssh-ed25519 AAAA x"))
     node.wait_healthy(container, timeout=120)
     return container
 

@@ -8,6 +8,7 @@ The whole hub (proxy, DockerSpawner, OAuth in a browser session, the culler) is 
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from docker import DockerClient
@@ -48,8 +49,8 @@ def prefix(hub: MiniHub, token: str) -> str:
     return hub.server_env(HUB_USER, token)["JUPYTERHUB_SERVICE_PREFIX"]
 
 
-def spawn(tracked: TrackedContainer, hub: MiniHub, token: str, **kwargs: object) -> Container:
-    environment = {**hub.server_env(HUB_USER, token), **kwargs.pop("environment", {})}  # type: ignore[dict-item]
+def spawn(tracked: TrackedContainer, hub: MiniHub, token: str, **kwargs: Any) -> Container:
+    environment = {**hub.server_env(HUB_USER, token), **kwargs.pop("environment", {})}
     assert hub.network is not None
     container = tracked.run(environment=environment, network=hub.network.name, publish=(SERVER_PORT, 22), **kwargs)
     tracked.wait_healthy(container, timeout=90)

@@ -37,7 +37,7 @@ def warn_start(docker_client: DockerClient, image: str) -> Iterator[tuple[Tracke
     """One container started with the defaults (SELF_CHECK=warn), its self-check finished."""
     tracked = TrackedContainer(docker_client, image)
     try:
-        container = tracked.run(environment={"SELF_CHECK": "warn"})
+        container = tracked.run(quiet=False)
         tracked.wait_log(container, SUMMARY, timeout=60)
         START_REPORTS[container.id] = read_json(tracked, container, REPORT)
         yield tracked, container

@@ -4,6 +4,7 @@ written to, and a renamed NB_USER's home takes them along."""
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -17,7 +18,7 @@ SHIPPED = "/home/jovyan/quickstart"
 TOKEN = "quickstart-token-5d2a91c7"
 
 
-def digests_in(tracked: TrackedContainer, folder: str, **run: object) -> dict[str, str]:
+def digests_in(tracked: TrackedContainer, folder: str, **run: Any) -> dict[str, str]:
     """{file name: sha256} of the .ipynb files in FOLDER, from a throwaway container's command."""
     container = tracked.run(command=["sh", "-c", f"cd {folder} && sha256sum *.ipynb"], publish=(), **run)
     code = tracked.wait_exit(container, timeout=120)
